@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Collecting the outcome of a check: every unmet expectation is listed, not only
+//! the first, and expectations that could not be checked on this host (no running
+//! systemd, say) are reported as skipped.
+
+use crate::error::{Error, Result};
+
+/// The expectations of one check run.
+#[derive(Debug, Default)]
+pub struct Checklist {
+    met: usize,
+    unmet: Vec<String>,
+    skipped: Vec<String>,
+}
+
+impl Checklist {
+    /// An empty checklist.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records an expectation: met when `ok`, otherwise unmet with `describe()`.
+    pub fn expect(&mut self, ok: bool, describe: impl FnOnce() -> String) -> bool {
+        if ok {
+            self.met += 1;
+        } else {
+            self.fail(describe());
+        }
+        ok
+    }
+
+    /// Records an unmet expectation.
+    pub fn fail(&mut self, what: impl Into<String>) {
+        let what = what.into();
+        log::error!("unmet: {what}");
+        self.unmet.push(what);
+    }
+
+    /// Records an expectation that could not be checked on this host, and why.
+    pub fn skip(&mut self, what: impl Into<String>) {
+        let what = what.into();
+        log::warn!("not checked: {what}");
+        self.skipped.push(what);
+    }
+
+    /// Records the result of a sub-check: an `Err(Check)` adds its unmet
+    /// expectations; any other error is returned.
+    pub fn absorb(&mut self, result: Result<()>) -> Result<()> {
+        match result {
+            Ok(()) => {
+                self.met += 1;
+                Ok(())
+            }
+            Err(Error::Check(list)) => {
+                self.unmet.extend(list);
+                Ok(())
+            }
+            Err(e) => Err(e),
+        }
+    }
+
+    /// The unmet expectations so far.
+    pub fn unmet(&self) -> &[String] {
+        &self.unmet
+    }
+
+    /// Ends the check: `Ok` when every expectation was met, else `Error::Check`
+    /// listing each unmet one.
+    pub fn finish(self) -> Result<()> {
+        log::info!(
+            "check: {} met, {} unmet, {} not checked",
+            self.met,
+            self.unmet.len(),
+            self.skipped.len()
+        );
+        if self.unmet.is_empty() {
+            Ok(())
+        } else {
+            Err(Error::Check(self.unmet))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn lists_every_unmet_expectation() {
+        let mut c = Checklist::new();
+        assert!(c.expect(true, || unreachable!()));
+        assert!(!c.expect(false, || "a missing".into()));
+        c.fail("b wrong");
+        c.skip("service state: systemd not running");
+        c.absorb(Err(Error::Check(vec!["c absent".into()]))).unwrap();
+        assert!(c.absorb(Err(Error::action("boom"))).is_err());
+        match c.finish() {
+            Err(Error::Check(list)) => assert_eq!(list, ["a missing", "b wrong", "c absent"]),
+            other => panic!("{other:?}"),
+        }
+    }
+
+    #[test]
+    fn passes_when_all_met_even_with_skips() {
+        let mut c = Checklist::new();
+        c.expect(true, String::new);
+        c.skip("x");
+        assert!(c.finish().is_ok());
+    }
+}

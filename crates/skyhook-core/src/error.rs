@@ -1,0 +1,160 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Errors of a step and the exit code each one means.
+//!
+//! Exit codes follow the project's convention: 0 success, 1 a check or an action
+//! failed, 2 bad input (configMap value, environment, arguments) or an unknown mode.
+//! Bad input is always detected before the node is changed.
+
+use std::io;
+use std::path::PathBuf;
+
+/// Result of a step operation.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Why a step did not succeed.
+#[derive(Debug, thiserror::Error)]
+pub enum Error {
+    /// Input the operator must fix (a configMap value, an environment variable, an
+    /// argument). Every problem found is listed; nothing on the node was changed.
+    #[error("{}", join_lines(.0))]
+    Input(Vec<String>),
+    /// A check found unmet expectations; every one is listed.
+    #[error("{}", join_lines(.0))]
+    Check(Vec<String>),
+    /// An action could not be carried out (a tool failed, the host is unsupported).
+    #[error("{0}")]
+    Action(String),
+    /// Reading or changing the host failed.
+    #[error(transparent)]
+    Host(#[from] HostError),
+    /// The mode is not one of the ten, or this package does not implement it.
+    #[error("{0}")]
+    Mode(String),
+}
+
+impl Error {
+    /// Bad input described by one message.
+    pub fn input(message: impl Into<String>) -> Self {
+        Error::Input(vec![message.into()])
+    }
+
+    /// Bad input on one line of a configMap value: names the key, the line number
+    /// (1-based) and the line's text, then why it is wrong.
+    pub fn bad_line(key: &str, line: usize, text: &str, reason: impl std::fmt::Display) -> Self {
+        Error::input(bad_line(key, line, text, reason))
+    }
+
+    /// An action that failed, described by one message.
+    pub fn action(message: impl Into<String>) -> Self {
+        Error::Action(message.into())
+    }
+
+    /// The process exit code for this error (1 or 2).
+    pub fn exit_code(&self) -> i32 {
+        match self {
+            Error::Input(_) | Error::Mode(_) => 2,
+            Error::Check(_) | Error::Action(_) | Error::Host(_) => 1,
+        }
+    }
+}
+
+/// The standard wording of a bad configMap line, for collecting several of them:
+/// `sysctl.conf line 3 ("=1"): a key is missing before "="`.
+pub fn bad_line(key: &str, line: usize, text: &str, reason: impl std::fmt::Display) -> String {
+    format!("configMap key {key:?} line {line} ({text:?}): {reason}")
+}
+
+fn join_lines(lines: &[String]) -> String {
+    lines.join("\n")
+}
+
+/// A failure while reading or changing the host, naming what was being done and where.
+#[derive(Debug, thiserror::Error)]
+pub enum HostError {
+    /// A file system operation failed.
+    #[error("cannot {op} {}: {source}", .path.display())]
+    Io {
+        /// What was being done ("write", "read", "remove", …).
+        op: &'static str,
+        /// The path as seen on the host (under the host root).
+        path: PathBuf,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// A path given to the host would leave its root (`..`) or is not absolute.
+    #[error("refusing path {0:?}: host paths must be absolute and must not contain '..'")]
+    BadPath(PathBuf),
+    /// An external command could not be started.
+    #[error("cannot run `{command}`: {source}")]
+    Spawn {
+        /// The command line, shell-quoted.
+        command: String,
+        /// The underlying error.
+        source: io::Error,
+    },
+    /// An external command ended unsuccessfully.
+    #[error("`{command}` failed ({status}){}", tail(.stderr))]
+    Command {
+        /// The command line, shell-quoted.
+        command: String,
+        /// How it ended ("exit code 100", "killed by SIGKILL").
+        status: String,
+        /// The last lines it wrote to stderr (or stdout when stderr was empty).
+        stderr: String,
+    },
+}
+
+fn tail(output: &str) -> String {
+    let lines: Vec<&str> = output.lines().filter(|l| !l.trim().is_empty()).collect();
+    if lines.is_empty() {
+        return String::new();
+    }
+    let start = lines.len().saturating_sub(15);
+    format!(":\n  {}", lines[start..].join("\n  "))
+}
+
+impl HostError {
+    /// An I/O error while doing `op` on `path`.
+    pub fn io(op: &'static str, path: impl Into<PathBuf>, source: io::Error) -> Self {
+        HostError::Io {
+            op,
+            path: path.into(),
+            source,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn exit_codes_follow_the_convention() {
+        assert_eq!(Error::input("x").exit_code(), 2);
+        assert_eq!(Error::Mode("x".into()).exit_code(), 2);
+        assert_eq!(Error::Check(vec!["x".into()]).exit_code(), 1);
+        assert_eq!(Error::action("x").exit_code(), 1);
+    }
+
+    #[test]
+    fn bad_line_names_key_line_and_text() {
+        let e = Error::bad_line("sysctl.conf", 3, "=1", "a key is missing before '='");
+        assert_eq!(
+            e.to_string(),
+            "configMap key \"sysctl.conf\" line 3 (\"=1\"): a key is missing before '='"
+        );
+    }
+
+    #[test]
+    fn command_error_keeps_the_stderr_tail() {
+        let e = HostError::Command {
+            command: "apt-get install tuned".into(),
+            status: "exit code 100".into(),
+            stderr: "E: Could not get lock\n\n".into(),
+        };
+        assert_eq!(
+            e.to_string(),
+            "`apt-get install tuned` failed (exit code 100):\n  E: Could not get lock"
+        );
+    }
+}

@@ -1,0 +1,418 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The family's package manager (apt-get on Debian-like hosts, dnf or yum on
+//! RHEL-like ones): non-interactive installs and removals that wait for the package
+//! manager's lock instead of failing on it, retry transient failures with a pause,
+//! and skip the work (and the repository refresh) when nothing is missing.
+//!
+//! Retries are tunable from the SCR's `env`: `SKYHOOK_PKG_ATTEMPTS` (default 3) and
+//! `SKYHOOK_PKG_RETRY_PAUSE` (seconds, default 15).
+
+use std::time::Duration;
+
+use crate::command::{Cmd, Output};
+use crate::distro::Family;
+use crate::error::{Error, HostError, Result};
+use crate::host::Host;
+
+/// Which package manager runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Tool {
+    /// apt-get with dpkg.
+    AptGet,
+    /// dnf with rpm.
+    Dnf,
+    /// yum with rpm (hosts without dnf, e.g. Amazon Linux 2).
+    Yum,
+}
+
+impl Tool {
+    /// The program name.
+    pub fn program(self) -> &'static str {
+        match self {
+            Tool::AptGet => "apt-get",
+            Tool::Dnf => "dnf",
+            Tool::Yum => "yum",
+        }
+    }
+}
+
+/// How often, and how far apart, a failing package manager command is tried.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Retry {
+    /// Attempts in all (at least 1).
+    pub attempts: u32,
+    /// Pause between attempts.
+    pub pause: Duration,
+}
+
+impl Default for Retry {
+    fn default() -> Self {
+        Retry {
+            attempts: 3,
+            pause: Duration::from_secs(15),
+        }
+    }
+}
+
+impl Retry {
+    /// The policy from `SKYHOOK_PKG_ATTEMPTS` and `SKYHOOK_PKG_RETRY_PAUSE`; a
+    /// malformed value is bad input naming the variable.
+    pub fn from_env() -> Result<Self> {
+        Self::from_vars(|n| std::env::var(n).ok())
+    }
+
+    /// The policy from variables looked up through `var`.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let mut retry = Retry::default();
+        if let Some(v) = var("SKYHOOK_PKG_ATTEMPTS") {
+            retry.attempts = v.trim().parse().ok().filter(|&n| n >= 1).ok_or_else(|| {
+                Error::input(format!(
+                    "SKYHOOK_PKG_ATTEMPTS={v:?} must be a whole number of at least 1"
+                ))
+            })?;
+        }
+        if let Some(v) = var("SKYHOOK_PKG_RETRY_PAUSE") {
+            let secs: f64 = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|s: &f64| s.is_finite() && *s >= 0.0)
+                .ok_or_else(|| {
+                    Error::input(format!(
+                        "SKYHOOK_PKG_RETRY_PAUSE={v:?} must be a number of seconds (0 or more)"
+                    ))
+                })?;
+            retry.pause = Duration::from_secs_f64(secs);
+        }
+        Ok(retry)
+    }
+}
+
+/// Output that means retrying cannot help (the package does not exist).
+const PERMANENT: &[&str] = &[
+    "Unable to locate package",
+    "No match for argument",
+    "has no installation candidate",
+];
+
+/// The host's package manager.
+pub struct PackageManager<'h> {
+    host: &'h Host,
+    tool: Tool,
+    retry: Retry,
+}
+
+impl<'h> PackageManager<'h> {
+    /// The package manager of `family` on `host`: apt-get, or dnf (yum where dnf is absent).
+    pub fn detect(host: &'h Host, family: Family, retry: Retry) -> Result<Self> {
+        let tool = match family {
+            Family::Debian => Tool::AptGet,
+            Family::Rhel if host.which("dnf").is_some() => Tool::Dnf,
+            Family::Rhel if host.which("yum").is_some() => Tool::Yum,
+            Family::Rhel => return Err(Error::action("this RHEL-like host has neither dnf nor yum")),
+        };
+        if host.which(tool.program()).is_none() {
+            return Err(Error::action(format!("this {family} host has no {}", tool.program())));
+        }
+        Ok(PackageManager { host, tool, retry })
+    }
+
+    /// The tool in use.
+    pub fn tool(&self) -> Tool {
+        self.tool
+    }
+
+    /// Whether `package` is installed.
+    pub fn is_installed(&self, package: &str) -> Result<bool, HostError> {
+        Ok(self.installed_version(package)?.is_some())
+    }
+
+    /// The installed version of `package` (`2.21.0-1`), `None` when not installed.
+    pub fn installed_version(&self, package: &str) -> Result<Option<String>, HostError> {
+        let out = match self.tool {
+            Tool::AptGet => {
+                let out = self
+                    .host
+                    .run(&Cmd::new("dpkg-query").args(["-W", "-f=${Status}\t${Version}", package]))?;
+                let installed =
+                    out.success() && out.stdout.split('\t').next().is_some_and(|s| s.ends_with(" installed"));
+                return Ok(installed.then(|| out.stdout.split('\t').nth(1).unwrap_or("").trim().to_string()));
+            }
+            Tool::Dnf | Tool::Yum => {
+                self.host
+                    .run(&Cmd::new("rpm").args(["-q", "--qf", "%{VERSION}-%{RELEASE}", package]))?
+            }
+        };
+        Ok(out.success().then(|| out.stdout.trim().to_string()))
+    }
+
+    /// Answers debconf questions before an install (apt only; no-op elsewhere).
+    /// `selections` is debconf-set-selections(1) input, passed on stdin, never to a shell.
+    pub fn preseed(&self, selections: &str) -> Result<(), HostError> {
+        if self.tool == Tool::AptGet {
+            self.host
+                .run_ok(&Cmd::new("debconf-set-selections").stdin(selections))?;
+        }
+        Ok(())
+    }
+
+    /// Installs the packages of `packages` that are missing; returns those it installed.
+    /// Nothing runs (not even a repository refresh) when all are installed.
+    pub fn install(&self, packages: &[&str]) -> Result<Vec<String>> {
+        let mut missing = Vec::new();
+        for p in packages {
+            if !self.is_installed(p)? {
+                missing.push(p.to_string());
+            }
+        }
+        if missing.is_empty() {
+            log::info!("already installed: {}", packages.join(", "));
+            return Ok(missing);
+        }
+        log::info!("installing {} with {}", missing.join(", "), self.tool.program());
+        match self.tool {
+            Tool::AptGet => {
+                self.retrying(&apt(["update", "-q"]))?;
+                self.retrying(
+                    &apt([
+                        "install",
+                        "-y",
+                        "-q",
+                        "-o",
+                        "Dpkg::Options::=--force-confdef",
+                        "-o",
+                        "Dpkg::Options::=--force-confold",
+                    ])
+                    .args(&missing),
+                )?;
+            }
+            Tool::Dnf | Tool::Yum => {
+                self.retrying(
+                    &Cmd::new(self.tool.program())
+                        .args(["-y", "install"])
+                        .args(&missing)
+                        .echo(),
+                )?;
+            }
+        }
+        Ok(missing)
+    }
+
+    /// Removes the installed packages of `packages` (on apt also purging their
+    /// configuration and the dependencies installed only for them); returns those removed.
+    pub fn remove(&self, packages: &[&str]) -> Result<Vec<String>> {
+        let mut present = Vec::new();
+        for p in packages {
+            if self.is_installed(p)? {
+                present.push(p.to_string());
+            }
+        }
+        if present.is_empty() {
+            log::info!("not installed, nothing to remove: {}", packages.join(", "));
+            return Ok(present);
+        }
+        log::info!("removing {} with {}", present.join(", "), self.tool.program());
+        let cmd = match self.tool {
+            Tool::AptGet => apt(["purge", "-y", "-q", "--auto-remove"]).args(&present),
+            Tool::Dnf | Tool::Yum => Cmd::new(self.tool.program())
+                .args(["-y", "remove"])
+                .args(&present)
+                .echo(),
+        };
+        self.retrying(&cmd)?;
+        Ok(present)
+    }
+
+    fn retrying(&self, cmd: &Cmd) -> Result<Output> {
+        let attempts = self.retry.attempts.max(1);
+        for attempt in 1..=attempts {
+            let out = self.host.run(cmd)?;
+            if out.success() {
+                return Ok(out);
+            }
+            let permanent = PERMANENT
+                .iter()
+                .any(|p| out.stdout.contains(p) || out.stderr.contains(p));
+            let failure = HostError::Command {
+                command: cmd.display(),
+                status: out.status_text(),
+                stderr: out.diagnostics().to_string(),
+            };
+            if permanent || attempt == attempts {
+                return Err(Error::action(format!(
+                    "{failure}\n(attempt {attempt} of {attempts}{}; check the package repositories and the network of this node)",
+                    if permanent {
+                        ", not retried: the package is unknown to the repositories"
+                    } else {
+                        ""
+                    }
+                )));
+            }
+            log::warn!(
+                "attempt {attempt} of {attempts} failed ({}): `{}`; retrying in {:?}",
+                out.status_text(),
+                cmd.display(),
+                self.retry.pause
+            );
+            std::thread::sleep(self.retry.pause);
+        }
+        unreachable!("the loop returns on its last attempt")
+    }
+}
+
+/// An apt-get command that never asks, waits up to 10 minutes for the dpkg lock,
+/// and does not let needrestart restart the node's services.
+fn apt<const N: usize>(args: [&str; N]) -> Cmd {
+    Cmd::new("apt-get")
+        .args(["-o", "DPkg::Lock::Timeout=600"])
+        .args(args)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .env("NEEDRESTART_SUSPEND", "1")
+        .env("NEEDRESTART_MODE", "l")
+        .echo()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::RecordingRunner;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicU32, Ordering};
+
+    fn fast() -> Retry {
+        Retry {
+            attempts: 3,
+            pause: Duration::ZERO,
+        }
+    }
+
+    fn host(
+        answer: impl Fn(&Cmd) -> Output + Send + Sync + 'static,
+    ) -> (tempfile::TempDir, Host, Arc<RecordingRunner>) {
+        let d = tempfile::tempdir().unwrap();
+        let runner = Arc::new(RecordingRunner::new(move |c| {
+            if c.program == "which" {
+                return Ok(Output::exited(0, format!("/usr/bin/{}", c.args[0])));
+            }
+            Ok(answer(c))
+        }));
+        let h = Host::new(d.path(), runner.clone());
+        (d, h, runner)
+    }
+
+    #[test]
+    fn skips_everything_when_already_installed() {
+        let (_d, h, r) = host(|c| match c.program.as_str() {
+            "dpkg-query" => Output::exited(0, "install ok installed\t2.21.0-1"),
+            _ => panic!("unexpected {}", c.display()),
+        });
+        let pm = PackageManager::detect(&h, Family::Debian, fast()).unwrap();
+        assert!(pm.install(&["tuned"]).unwrap().is_empty());
+        assert_eq!(pm.installed_version("tuned").unwrap().as_deref(), Some("2.21.0-1"));
+        assert!(r.calls().iter().all(|c| c.starts_with("dpkg-query")), "{:?}", r.calls());
+    }
+
+    #[test]
+    fn apt_install_refreshes_then_installs_non_interactively() {
+        let (_d, h, r) = host(|c| match c.program.as_str() {
+            "dpkg-query" => Output::exited(1, "dpkg-query: no packages found matching tuned"),
+            _ => Output::exited(0, ""),
+        });
+        let pm = PackageManager::detect(&h, Family::Debian, fast()).unwrap();
+        assert_eq!(pm.install(&["tuned"]).unwrap(), ["tuned"]);
+        let calls = r.calls();
+        assert_eq!(calls[1], "apt-get -o DPkg::Lock::Timeout=600 update -q");
+        assert!(
+            calls[2].starts_with("apt-get -o DPkg::Lock::Timeout=600 install -y -q") && calls[2].ends_with(" tuned"),
+            "{}",
+            calls[2]
+        );
+    }
+
+    #[test]
+    fn retries_transient_failures_then_succeeds() {
+        let tries = Arc::new(AtomicU32::new(0));
+        let t = tries.clone();
+        let (_d, h, _r) = host(move |c| match c.program.as_str() {
+            "rpm" => Output::exited(1, "package tuned is not installed"),
+            "dnf" if t.fetch_add(1, Ordering::SeqCst) == 0 => Output {
+                code: Some(1),
+                stderr: "Curl error (6): Couldn't resolve host name".into(),
+                ..Output::default()
+            },
+            _ => Output::exited(0, ""),
+        });
+        let pm = PackageManager::detect(&h, Family::Rhel, fast()).unwrap();
+        assert_eq!(pm.tool(), Tool::Dnf);
+        assert_eq!(pm.install(&["tuned"]).unwrap(), ["tuned"]);
+        assert_eq!(tries.load(Ordering::SeqCst), 2);
+    }
+
+    #[test]
+    fn gives_up_after_the_last_attempt_with_the_tool_output() {
+        let (_d, h, r) = host(|c| match c.program.as_str() {
+            "dpkg-query" => Output::exited(1, ""),
+            _ => Output {
+                code: Some(100),
+                stderr: "E: Could not get lock /var/lib/dpkg/lock-frontend".into(),
+                ..Output::default()
+            },
+        });
+        let pm = PackageManager::detect(&h, Family::Debian, fast()).unwrap();
+        let e = pm.install(&["kdump-tools"]).unwrap_err().to_string();
+        assert!(e.contains("Could not get lock") && e.contains("attempt 3 of 3"), "{e}");
+        assert_eq!(r.calls().iter().filter(|c| c.contains(" update ")).count(), 3);
+    }
+
+    #[test]
+    fn does_not_retry_an_unknown_package() {
+        let (_d, h, r) = host(|c| match c.program.as_str() {
+            "dpkg-query" => Output::exited(1, ""),
+            "apt-get" if c.args.contains(&"install".to_string()) => Output {
+                code: Some(100),
+                stderr: "E: Unable to locate package tunedx".into(),
+                ..Output::default()
+            },
+            _ => Output::exited(0, ""),
+        });
+        let pm = PackageManager::detect(&h, Family::Debian, fast()).unwrap();
+        let e = pm.install(&["tunedx"]).unwrap_err().to_string();
+        assert!(e.contains("not retried"), "{e}");
+        assert_eq!(r.calls().iter().filter(|c| c.contains(" install ")).count(), 1);
+    }
+
+    #[test]
+    fn retry_policy_comes_from_the_environment() {
+        let r = Retry::from_vars(|n| match n {
+            "SKYHOOK_PKG_ATTEMPTS" => Some("5".into()),
+            "SKYHOOK_PKG_RETRY_PAUSE" => Some("0.5".into()),
+            _ => None,
+        })
+        .unwrap();
+        assert_eq!(
+            r,
+            Retry {
+                attempts: 5,
+                pause: Duration::from_millis(500)
+            }
+        );
+        let e = Retry::from_vars(|n| (n == "SKYHOOK_PKG_ATTEMPTS").then(|| "0".into())).unwrap_err();
+        assert!(e.to_string().contains("SKYHOOK_PKG_ATTEMPTS=\"0\""), "{e}");
+    }
+
+    #[test]
+    fn removes_only_what_is_installed() {
+        let (_d, h, r) = host(|c| match (c.program.as_str(), c.args.last().map(String::as_str)) {
+            ("rpm", Some("kexec-tools")) => Output::exited(0, "2.0.27-8.el9"),
+            ("rpm", _) => Output::exited(1, ""),
+            _ => Output::exited(0, ""),
+        });
+        let pm = PackageManager::detect(&h, Family::Rhel, fast()).unwrap();
+        assert_eq!(pm.remove(&["kexec-tools", "absent"]).unwrap(), ["kexec-tools"]);
+        assert!(
+            r.calls().contains(&"dnf -y remove kexec-tools".to_string()),
+            "{:?}",
+            r.calls()
+        );
+    }
+}

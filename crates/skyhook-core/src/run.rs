@@ -1,0 +1,281 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The entry point of every package binary: `<binary> <mode>` → the package's
+//! handler → a report → the exit code (0 success; 1 a check or an action failed;
+//! 2 bad input or an unknown mode). Logs are plain lines (`info: …`) on stderr,
+//! level from `SKYHOOK_LOG` (error, warn, info, debug, trace; default info).
+//!
+//! A package crate implements [`Package`] and its `main.rs` is one line:
+//! `skyhook_core::package_main!(tuning::Tuning);`
+
+use std::io::Write;
+use std::time::Instant;
+
+use crate::configmap::ConfigMaps;
+use crate::context::Context;
+use crate::distro::OsRelease;
+use crate::error::{Error, Result};
+use crate::host::Host;
+use crate::interrupt::Interrupt;
+use crate::mode::Mode;
+use crate::state::StateStore;
+
+/// A Skyhook package: its identity, the modes it implements, and its handler.
+pub trait Package {
+    /// The package kind (`tuning`): names the binary, the state directory and the logs.
+    const KIND: &'static str;
+    /// The package version (the crate's version, equal to config.json's).
+    const VERSION: &'static str;
+    /// The modes this package implements; any other mode is refused with exit 2.
+    const MODES: &'static [Mode];
+
+    /// Runs `step.mode()`. Validate all input before changing the host.
+    fn run(&self, step: &Step) -> Result<Outcome>;
+}
+
+/// Everything a package handler works with.
+pub struct Step {
+    kind: &'static str,
+    /// The step's environment.
+    pub ctx: Context,
+    /// The machine being changed.
+    pub host: Host,
+    /// The configMap, read once.
+    pub configmaps: ConfigMaps,
+}
+
+impl Step {
+    /// A step of package `kind` (for tests and tools; binaries use [`main`]).
+    pub fn new(kind: &'static str, ctx: Context, host: Host, configmaps: ConfigMaps) -> Self {
+        Step {
+            kind,
+            ctx,
+            host,
+            configmaps,
+        }
+    }
+
+    /// The mode being run.
+    pub fn mode(&self) -> Mode {
+        self.ctx.mode
+    }
+
+    /// The package kind.
+    pub fn kind(&self) -> &'static str {
+        self.kind
+    }
+
+    /// This package's persistent state on the host (per kind and SCR package name).
+    pub fn state(&self) -> StateStore<'_> {
+        StateStore::new(&self.host, self.kind, self.ctx.package_name())
+    }
+
+    /// The host's os-release.
+    pub fn os_release(&self) -> Result<OsRelease> {
+        OsRelease::read(&self.host)
+    }
+}
+
+/// How a successful run ended.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Outcome {
+    /// The exit code (0 unless the package passes another one through, as
+    /// shellscript does with its script's).
+    pub exit_code: i32,
+    /// The interrupt the change needs; reported at the end of the run.
+    pub interrupt: Option<Interrupt>,
+}
+
+impl Outcome {
+    /// Success, nothing more to say.
+    pub fn done() -> Self {
+        Outcome::default()
+    }
+
+    /// Ends with `code` (passed through from a child process).
+    pub fn exit(code: i32) -> Self {
+        Outcome {
+            exit_code: code,
+            interrupt: None,
+        }
+    }
+
+    /// Success; the change needs `interrupt` to take effect.
+    pub fn needs(interrupt: Interrupt) -> Self {
+        Outcome {
+            exit_code: 0,
+            interrupt: Some(interrupt),
+        }
+    }
+}
+
+/// Sets up plain-line logging: `level: message` on stderr, level from `SKYHOOK_LOG`.
+pub fn init_logging() {
+    let mut builder = env_logger::Builder::new();
+    builder.filter_level(log::LevelFilter::Info);
+    if let Ok(spec) = std::env::var("SKYHOOK_LOG") {
+        builder.parse_filters(&spec);
+    }
+    builder
+        .format(|buf, record| {
+            let level = record.level().as_str().to_ascii_lowercase();
+            writeln!(buf, "{level}: {}", record.args())
+        })
+        .target(env_logger::Target::Stderr)
+        .init();
+}
+
+/// The process entry point of a package binary.
+pub fn main<P: Package>(package: P) -> ! {
+    init_logging();
+    let args: Vec<String> = std::env::args().skip(1).collect();
+    let code = execute(&package, &args, Host::from_env());
+    std::process::exit(code)
+}
+
+/// Runs `package` for the command-line `args` on `host`, reporting the result;
+/// returns the exit code.
+pub fn execute<P: Package>(package: &P, args: &[String], host: Host) -> i32 {
+    let usage = || {
+        format!(
+            "usage: {} <mode>\n  modes: {}\n  (the Skyhook agent runs this with the arguments in config.json)",
+            P::KIND,
+            P::MODES.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ")
+        )
+    };
+    let mode = match args {
+        [flag] if flag == "--version" || flag == "-V" => {
+            println!("{} {}", P::KIND, P::VERSION);
+            return 0;
+        }
+        [flag] if flag == "--help" || flag == "-h" => {
+            println!("{}", usage());
+            return 0;
+        }
+        [mode] => mode,
+        _ => {
+            log::error!("expected exactly one argument, the mode; got {args:?}\n{}", usage());
+            return 2;
+        }
+    };
+    let mode = match mode.parse::<Mode>() {
+        Ok(m) => m,
+        Err(e) => {
+            log::error!("{e}");
+            return 2;
+        }
+    };
+    if !P::MODES.contains(&mode) {
+        log::error!(
+            "{} {} does not implement mode {mode}; it implements: {}. \
+             Check that config.json maps {mode} to this package's own binary",
+            P::KIND,
+            P::VERSION,
+            if P::MODES.is_empty() {
+                "no mode yet".to_string()
+            } else {
+                P::MODES.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ")
+            }
+        );
+        return 2;
+    }
+    let started = Instant::now();
+    let result = Context::from_env(mode).and_then(|ctx| {
+        log::info!(
+            "{} {} {mode} for package {:?} (resource {}), copy dir {}{}",
+            P::KIND,
+            P::VERSION,
+            ctx.package_name(),
+            ctx.resource.resource,
+            ctx.skyhook_dir.display(),
+            if host.root() == std::path::Path::new("/") {
+                String::new()
+            } else {
+                format!(", host root {}", host.root().display())
+            }
+        );
+        let configmaps = ConfigMaps::load(&ctx.configmap_dir())?;
+        let step = Step::new(P::KIND, ctx, host, configmaps);
+        package.run(&step)
+    });
+    report::<P>(mode, result, started)
+}
+
+fn report<P: Package>(mode: Mode, result: Result<Outcome>, started: Instant) -> i32 {
+    let took = started.elapsed();
+    let what = format!("{} {mode}", P::KIND);
+    match result {
+        Ok(outcome) => {
+            if let Some(i) = &outcome.interrupt {
+                match i {
+                    Interrupt::NoOp => log::info!("interrupt needed: none"),
+                    i => log::info!(
+                        "interrupt needed: {i} (declare it in the SCR as `interrupt` or in `configInterrupts`; the package cannot trigger it)"
+                    ),
+                }
+            }
+            if outcome.exit_code == 0 {
+                log::info!("{what}: succeeded in {} ms", took.as_millis());
+            }
+            outcome.exit_code
+        }
+        Err(e) => {
+            let code = e.exit_code();
+            match &e {
+                Error::Input(problems) => {
+                    log::error!("{what}: bad input, nothing on the node was changed:");
+                    problems.iter().for_each(|p| log::error!("  - {p}"));
+                }
+                Error::Check(unmet) => {
+                    log::error!("{what}: {} unmet expectation(s):", unmet.len());
+                    unmet.iter().for_each(|p| log::error!("  - {p}"));
+                }
+                Error::Mode(m) => log::error!("{what}: {m}"),
+                Error::Action(_) | Error::Host(_) => log::error!("{what} failed: {e}"),
+            }
+            log::error!("{what}: exit code {code} after {} ms", took.as_millis());
+            code
+        }
+    }
+}
+
+/// Defines `main` for a package binary: `skyhook_core::package_main!(tuning::Tuning);`
+#[macro_export]
+macro_rules! package_main {
+    ($package:expr) => {
+        fn main() {
+            $crate::run::main($package)
+        }
+    };
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::RecordingRunner;
+
+    struct Demo;
+    impl Package for Demo {
+        const KIND: &'static str = "demo";
+        const VERSION: &'static str = "1.0.0";
+        const MODES: &'static [Mode] = &[Mode::Config, Mode::ConfigCheck];
+        fn run(&self, step: &Step) -> Result<Outcome> {
+            match step.mode() {
+                Mode::Config => Ok(Outcome::needs(Interrupt::Reboot)),
+                _ => Err(Error::Check(vec!["x".into()])),
+            }
+        }
+    }
+
+    fn host() -> Host {
+        Host::new("/nonexistent", RecordingRunner::succeeding())
+    }
+
+    #[test]
+    fn unknown_and_unsupported_modes_exit_2() {
+        assert_eq!(execute(&Demo, &["bogus".into()], host()), 2);
+        assert_eq!(execute(&Demo, &["apply".into()], host()), 2);
+        assert_eq!(execute(&Demo, &[], host()), 2);
+        assert_eq!(execute(&Demo, &["config".into(), "extra".into()], host()), 2);
+        assert_eq!(execute(&Demo, &["--version".into()], host()), 0);
+    }
+}

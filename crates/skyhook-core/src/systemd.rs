@@ -1,0 +1,176 @@
+// SPDX-License-Identifier: Apache-2.0
+//! systemd on the host: unit operations through `systemctl`, and the detection of a
+//! host where systemd is not running (a chroot, an image being built). There,
+//! starting, stopping, restarting and reloading are skipped with a warning, and
+//! questions about live state answer "unknown", while enabling and disabling (which
+//! only change files) still happen.
+
+use crate::command::Cmd;
+use crate::error::{HostError, Result};
+use crate::host::Host;
+
+/// systemd operations on one host.
+pub struct Systemd<'h> {
+    host: &'h Host,
+}
+
+/// What happened to a request that needs a running systemd.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Applied {
+    /// It was carried out.
+    Done,
+    /// systemd is not running on this host; it was skipped (and a warning logged).
+    Skipped,
+}
+
+impl<'h> Systemd<'h> {
+    /// systemd of `host`.
+    pub fn new(host: &'h Host) -> Self {
+        Systemd { host }
+    }
+
+    /// Whether systemd runs as the host's init (`/run/systemd/system` exists, as
+    /// sd_booted(3) decides).
+    pub fn is_running(&self) -> bool {
+        self.host.exists("/run/systemd/system")
+    }
+
+    fn systemctl(&self, args: &[&str]) -> Result<crate::command::Output, HostError> {
+        self.host.run(&Cmd::new("systemctl").args(args.iter().copied()))
+    }
+
+    fn live(&self, what: &str, args: &[&str]) -> Result<Applied, HostError> {
+        if !self.is_running() {
+            log::warn!("systemd is not running on this host (chroot or image build): skipped {what}");
+            return Ok(Applied::Skipped);
+        }
+        self.host.run_ok(&Cmd::new("systemctl").args(args.iter().copied()))?;
+        Ok(Applied::Done)
+    }
+
+    /// `systemctl daemon-reload`.
+    pub fn daemon_reload(&self) -> Result<Applied, HostError> {
+        self.live("systemctl daemon-reload", &["daemon-reload"])
+    }
+
+    /// `systemctl start <unit>`.
+    pub fn start(&self, unit: &str) -> Result<Applied, HostError> {
+        self.live(&format!("starting {unit}"), &["start", unit])
+    }
+
+    /// `systemctl stop <unit>`.
+    pub fn stop(&self, unit: &str) -> Result<Applied, HostError> {
+        self.live(&format!("stopping {unit}"), &["stop", unit])
+    }
+
+    /// `systemctl restart <unit>`.
+    pub fn restart(&self, unit: &str) -> Result<Applied, HostError> {
+        self.live(&format!("restarting {unit}"), &["restart", unit])
+    }
+
+    /// `systemctl enable <unit>` (works without a running systemd).
+    pub fn enable(&self, unit: &str) -> Result<(), HostError> {
+        self.host.run_ok(&Cmd::new("systemctl").args(["enable", unit]))?;
+        Ok(())
+    }
+
+    /// `systemctl disable <unit>` (works without a running systemd).
+    pub fn disable(&self, unit: &str) -> Result<(), HostError> {
+        self.host.run_ok(&Cmd::new("systemctl").args(["disable", unit]))?;
+        Ok(())
+    }
+
+    /// Whether the unit is enabled (`systemctl is-enabled`: enabled, static, alias…).
+    pub fn is_enabled(&self, unit: &str) -> Result<bool, HostError> {
+        let out = self.systemctl(&["is-enabled", unit])?;
+        Ok(out.success()
+            && matches!(
+                out.stdout.trim(),
+                "enabled" | "enabled-runtime" | "static" | "alias" | "indirect" | "generated"
+            ))
+    }
+
+    /// Whether the unit is active; `None` when systemd is not running.
+    pub fn is_active(&self, unit: &str) -> Result<Option<bool>, HostError> {
+        if !self.is_running() {
+            return Ok(None);
+        }
+        let out = self.systemctl(&["is-active", unit])?;
+        Ok(Some(out.success() && out.stdout.trim() == "active"))
+    }
+
+    /// The unit's main process id; `None` when it has none or systemd is not running.
+    pub fn main_pid(&self, unit: &str) -> Result<Option<u32>> {
+        if !self.is_running() {
+            return Ok(None);
+        }
+        let out = self
+            .host
+            .run_ok(&Cmd::new("systemctl").args(["show", "--property=MainPID", "--value", unit]))?;
+        let text = out.stdout.trim();
+        let text = text.strip_prefix("MainPID=").unwrap_or(text);
+        match text.parse::<u32>() {
+            Ok(0) => Ok(None),
+            Ok(pid) => Ok(Some(pid)),
+            Err(_) => Err(crate::Error::action(format!(
+                "systemctl show --property=MainPID {unit} printed {text:?}, not a process id"
+            ))),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::command::{Output, RecordingRunner};
+
+    fn host(running: bool, answer: impl Fn(&Cmd) -> Output + Send + Sync + 'static) -> (tempfile::TempDir, Host) {
+        let d = tempfile::tempdir().unwrap();
+        if running {
+            std::fs::create_dir_all(d.path().join("run/systemd/system")).unwrap();
+        }
+        let h = Host::new(d.path(), RecordingRunner::new(move |c| Ok(answer(c))));
+        (d, h)
+    }
+
+    #[test]
+    fn live_operations_are_skipped_without_a_running_systemd() {
+        let (_d, h) = host(false, |_| Output::exited(0, "active\n"));
+        let s = h.systemd();
+        assert!(!s.is_running());
+        assert_eq!(s.restart("tuned").unwrap(), Applied::Skipped);
+        assert_eq!(s.daemon_reload().unwrap(), Applied::Skipped);
+        assert_eq!(s.is_active("tuned").unwrap(), None);
+        assert_eq!(s.main_pid("tuned").unwrap(), None);
+        s.enable("tuned").unwrap();
+    }
+
+    #[test]
+    fn live_operations_run_with_a_running_systemd() {
+        let (_d, h) = host(true, |c| match c.args[0].as_str() {
+            "is-active" => Output::exited(3, "inactive\n"),
+            "is-enabled" => Output::exited(0, "enabled\n"),
+            "show" => Output::exited(0, "1234\n"),
+            _ => Output::exited(0, ""),
+        });
+        let s = h.systemd();
+        assert_eq!(s.restart("containerd.service").unwrap(), Applied::Done);
+        assert_eq!(s.is_active("tuned").unwrap(), Some(false));
+        assert!(s.is_enabled("tuned").unwrap());
+        assert_eq!(s.main_pid("containerd").unwrap(), Some(1234));
+    }
+
+    #[test]
+    fn failing_systemctl_is_an_error_with_its_output() {
+        let (_d, h) = host(true, |_| Output {
+            code: Some(5),
+            stderr: "Unit x.service not found.\n".into(),
+            ..Output::default()
+        });
+        let e = h.systemd().restart("x.service").unwrap_err().to_string();
+        assert!(
+            e.contains("systemctl restart x.service") && e.contains("not found"),
+            "{e}"
+        );
+    }
+}

@@ -1,0 +1,260 @@
+// SPDX-License-Identifier: Apache-2.0
+//! `skyhook-pkg dist`: builds each package's step binary as a fully static
+//! executable and assembles `dist/<package>/` exactly as it must appear at
+//! `/skyhook-package` in the image:
+//!
+//! ```text
+//! dist/<package>/config.json
+//! dist/<package>/README.md
+//! dist/<package>/skyhook_dir/<package>          the static binary (0755)
+//! dist/<package>/skyhook_dir/<package>_check    -> <package> (what check steps run)
+//! dist/<package>/root_dir/                      copied from the package, when it has one
+//! ```
+//!
+//! Static linking: `-C target-feature=+crt-static` for the chosen target (glibc or
+//! musl), passed through `CARGO_ENCODED_RUSTFLAGS` so that only the target's
+//! artifacts get it (build scripts and proc-macros stay dynamic, as they must).
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+use crate::{elf, validate, workspace};
+
+/// One assembled package, for the summary table.
+#[derive(Debug, Clone)]
+pub struct Assembled {
+    /// Package name.
+    pub name: String,
+    /// Package version.
+    pub version: String,
+    /// Binary size in bytes.
+    pub size: u64,
+    /// What the binary is.
+    pub elf: elf::ElfInfo,
+    /// Modes with steps.
+    pub modes: Vec<String>,
+    /// Whether validation passed.
+    pub valid: bool,
+}
+
+/// This machine's Rust target triple (`rustc -vV`).
+pub fn host_triple() -> Result<String, String> {
+    let out = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+        .arg("-vV")
+        .output()
+        .map_err(|e| format!("cannot run rustc -vV: {e}"))?;
+    String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
+        .ok_or_else(|| "rustc -vV printed no host triple".to_string())
+}
+
+/// The rustflags for a static build: the caller's `RUSTFLAGS` plus crt-static.
+pub fn static_rustflags(existing: Option<&str>) -> String {
+    let mut flags: Vec<&str> = existing.unwrap_or("").split_whitespace().collect();
+    flags.push("-Ctarget-feature=+crt-static");
+    flags.join("\x1f")
+}
+
+/// Builds the release binaries of `packages` for `target`; returns the directory
+/// holding them.
+pub fn build(root: &Path, packages: &[String], target: &str) -> Result<PathBuf, String> {
+    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+    cmd.current_dir(root)
+        .args(["build", "--release", "--target", target])
+        .env(
+            "CARGO_ENCODED_RUSTFLAGS",
+            static_rustflags(std::env::var("RUSTFLAGS").ok().as_deref()),
+        )
+        .env_remove("RUSTFLAGS");
+    for p in packages {
+        cmd.args(["-p", p]);
+    }
+    eprintln!("building {} for {target} (static)", packages.join(", "));
+    let status = cmd.status().map_err(|e| format!("cannot run cargo: {e}"))?;
+    if !status.success() {
+        return Err(format!("cargo build failed ({status})"));
+    }
+    let target_dir = std::env::var_os("CARGO_TARGET_DIR")
+        .map(PathBuf::from)
+        .map(|d| if d.is_absolute() { d } else { root.join(d) })
+        .unwrap_or_else(|| root.join("target"));
+    Ok(target_dir.join(target).join("release"))
+}
+
+/// Assembles `out/<name>` from the package source `src` and its built `binary`.
+pub fn assemble(src: &Path, binary: &Path, out: &Path, name: &str) -> Result<(), String> {
+    let io = |what: &str, e: std::io::Error| format!("{name}: cannot {what}: {e}");
+    if out.exists() {
+        fs::remove_dir_all(out).map_err(|e| io("clear the old tree", e))?;
+    }
+    let skyhook_dir = out.join("skyhook_dir");
+    fs::create_dir_all(&skyhook_dir).map_err(|e| io("create skyhook_dir", e))?;
+    for f in ["config.json", "README.md"] {
+        fs::copy(src.join(f), out.join(f)).map_err(|e| io(&format!("copy {f}"), e))?;
+    }
+    let bin = skyhook_dir.join(name);
+    fs::copy(binary, &bin).map_err(|e| io("copy the binary", e))?;
+    fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).map_err(|e| io("chmod the binary", e))?;
+    std::os::unix::fs::symlink(name, skyhook_dir.join(format!("{name}_check")))
+        .map_err(|e| io("link the check binary", e))?;
+    let root_dir = src.join("root_dir");
+    if root_dir.is_dir() {
+        copy_tree(&root_dir, &out.join("root_dir")).map_err(|e| io("copy root_dir", e))?;
+    }
+    Ok(())
+}
+
+fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    fs::create_dir_all(to)?;
+    for e in fs::read_dir(from)? {
+        let e = e?;
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let t = e.file_type()?;
+        if t.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else if t.is_symlink() {
+            std::os::unix::fs::symlink(fs::read_link(&src)?, &dst)?;
+        } else {
+            fs::copy(&src, &dst)?;
+        }
+    }
+    Ok(())
+}
+
+/// Describes an assembled tree, validating it.
+pub fn describe(tree: &Path, name: &str) -> Result<Assembled, String> {
+    let bin = tree.join("skyhook_dir").join(name);
+    let text = fs::read_to_string(tree.join("config.json")).map_err(|e| format!("{name}: {e}"))?;
+    let cfg = skyhook_core::config::parse(&text).map_err(|r| format!("{name}: config.json: {:?}", r.errors))?;
+    let target = validate::Target {
+        config: tree.join("config.json"),
+        skyhook_dir: tree.join("skyhook_dir"),
+        crate_version: None,
+    };
+    let report = validate::check(&target)?;
+    let valid = validate::print(&format!("dist/{name}"), &report);
+    Ok(Assembled {
+        name: name.to_string(),
+        version: cfg.package_version.clone(),
+        size: fs::metadata(&bin).map_err(|e| format!("{}: {e}", bin.display()))?.len(),
+        elf: elf::inspect(&bin).map_err(|e| e.to_string())?,
+        modes: cfg.defined_modes().iter().map(|m| m.as_str().to_string()).collect(),
+        valid,
+    })
+}
+
+/// The summary table.
+pub fn table(rows: &[Assembled]) -> String {
+    let mut s = format!(
+        "{:<12} {:<10} {:>10} {:<8} {:<8} modes\n",
+        "package", "version", "binary", "arch", "static"
+    );
+    for r in rows {
+        s.push_str(&format!(
+            "{:<12} {:<10} {:>10} {:<8} {:<8} {}\n",
+            r.name,
+            r.version,
+            human_size(r.size),
+            r.elf.arch,
+            if r.elf.is_static { "yes" } else { "NO" },
+            r.modes.join(", ")
+        ));
+    }
+    s
+}
+
+fn human_size(bytes: u64) -> String {
+    if bytes >= 1 << 20 {
+        format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
+    } else {
+        format!("{:.0} KiB", bytes as f64 / 1024.0)
+    }
+}
+
+/// `skyhook-pkg dist [packages] [--target] [--out]`: true when every tree is valid
+/// and every binary static.
+pub fn run(packages: &[String], target: Option<&str>, out: Option<&Path>) -> Result<bool, String> {
+    let root = workspace::root();
+    let known = workspace::packages(&root);
+    let selected: Vec<String> = if packages.is_empty() {
+        known.clone()
+    } else {
+        packages.to_vec()
+    };
+    if let Some(unknown) = selected.iter().find(|p| !known.contains(p)) {
+        return Err(format!(
+            "unknown package {unknown:?}; the packages are: {}",
+            known.join(", ")
+        ));
+    }
+    let target = match target {
+        Some(t) => t.to_string(),
+        None => host_triple()?,
+    };
+    let bin_dir = build(&root, &selected, &target)?;
+    let out = out.map(Path::to_path_buf).unwrap_or_else(|| root.join("dist"));
+    let mut rows = Vec::new();
+    for name in &selected {
+        let tree = out.join(name);
+        assemble(&root.join(name), &bin_dir.join(name), &tree, name)?;
+        let mut row = describe(&tree, name)?;
+        let crate_version = workspace::crate_version(&root.join(name));
+        if crate_version.as_deref() != Some(row.version.as_str()) {
+            println!(
+                "FAIL  {name}: config.json version {} differs from Cargo.toml's {crate_version:?}",
+                row.version
+            );
+            row.valid = false;
+        }
+        rows.push(row);
+    }
+    print!("\n{}", table(&rows));
+    let ok = rows.iter().all(|r| r.valid && r.elf.is_static);
+    if !ok {
+        eprintln!("error: a package tree is invalid or a binary is not static (see above)");
+    }
+    Ok(ok)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn static_flag_is_added_to_the_callers_flags() {
+        assert_eq!(static_rustflags(None), "-Ctarget-feature=+crt-static");
+        assert_eq!(
+            static_rustflags(Some(" -Copt-level=2  -g ")),
+            "-Copt-level=2\x1f-g\x1f-Ctarget-feature=+crt-static"
+        );
+    }
+
+    #[test]
+    fn assembles_the_image_layout() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("demo");
+        fs::create_dir_all(src.join("root_dir/etc/demo")).unwrap();
+        fs::write(src.join("root_dir/etc/demo/x.conf"), "x").unwrap();
+        fs::write(src.join("config.json"), "{}").unwrap();
+        fs::write(src.join("README.md"), "# demo").unwrap();
+        let bin = d.path().join("built");
+        fs::write(&bin, "binary").unwrap();
+        let out = d.path().join("dist/demo");
+        fs::create_dir_all(out.join("stale")).unwrap();
+        assemble(&src, &bin, &out, "demo").unwrap();
+        assert!(!out.join("stale").exists(), "an old tree is replaced");
+        assert_eq!(
+            fs::read_link(out.join("skyhook_dir/demo_check")).unwrap(),
+            PathBuf::from("demo")
+        );
+        assert_eq!(
+            fs::metadata(out.join("skyhook_dir/demo")).unwrap().permissions().mode() & 0o777,
+            0o755
+        );
+        assert_eq!(fs::read_to_string(out.join("root_dir/etc/demo/x.conf")).unwrap(), "x");
+        assert_eq!(fs::read_to_string(out.join("README.md")).unwrap(), "# demo");
+    }
+}

@@ -1,0 +1,372 @@
+// SPDX-License-Identifier: Apache-2.0
+//! skyhook-testkit: the package test tier. A [`Node`] is a simulated node in a
+//! temporary directory: a host root (`SKYHOOK_HOST_ROOT`), a copy dir with the
+//! configMap (`SKYHOOK_DIR`), and a directory of stand-in commands
+//! (`SKYHOOK_HOST_COMMANDS`) whose every call is logged. [`Node::run`] runs the
+//! package's real binary with the environment the agent gives a step, so tests prove
+//! exit codes, messages and file effects without touching this machine.
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+pub use skyhook_core;
+
+/// A simulated node for one package binary.
+pub struct Node {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+    copy_dir: PathBuf,
+    commands: PathBuf,
+    binary: PathBuf,
+    name: String,
+    version: String,
+    env: BTreeMap<String, String>,
+}
+
+/// How one run of the binary ended.
+#[derive(Debug, Clone)]
+pub struct Run {
+    /// Exit code (128 + signal when killed).
+    pub code: i32,
+    /// Everything written to stdout.
+    pub stdout: String,
+    /// Everything written to stderr.
+    pub stderr: String,
+}
+
+impl Run {
+    /// stdout then stderr, for searching messages.
+    pub fn output(&self) -> String {
+        format!("{}{}", self.stdout, self.stderr)
+    }
+
+    /// Asserts the exit code, showing the whole output when it differs.
+    #[track_caller]
+    pub fn expect_code(&self, code: i32) -> &Self {
+        assert_eq!(
+            self.code, code,
+            "exit code {} (expected {code})\n--- stdout\n{}--- stderr\n{}",
+            self.code, self.stdout, self.stderr
+        );
+        self
+    }
+
+    /// Asserts that the output contains `text`.
+    #[track_caller]
+    pub fn expect_output(&self, text: &str) -> &Self {
+        assert!(
+            self.output().contains(text),
+            "output lacks {text:?}:\n{}",
+            self.output()
+        );
+        self
+    }
+}
+
+impl Node {
+    /// A fresh node for the package binary at `binary` (`env!("CARGO_BIN_EXE_tuning")`),
+    /// named in the SCR after the binary, version 1.0.0.
+    pub fn new(binary: impl Into<PathBuf>) -> Self {
+        let binary = binary.into();
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let root = dir.path().join("root");
+        let copy_dir = dir.path().join("copy");
+        let commands = dir.path().join("commands");
+        for d in [
+            &root,
+            &copy_dir.join("configmaps"),
+            &copy_dir.join("skyhook_dir"),
+            &commands,
+        ] {
+            fs::create_dir_all(d).expect("create node directories");
+        }
+        let name = binary.file_name().unwrap_or_default().to_string_lossy().into_owned();
+        Node {
+            _dir: dir,
+            root,
+            copy_dir,
+            commands,
+            binary,
+            name,
+            version: "1.0.0".into(),
+            env: BTreeMap::new(),
+        }
+    }
+
+    /// Sets the package's name in the SCR (part of `SKYHOOK_RESOURCE_ID`).
+    pub fn named(mut self, name: &str) -> Self {
+        self.name = name.to_string();
+        self
+    }
+
+    /// Sets the package version in `SKYHOOK_RESOURCE_ID`.
+    pub fn version(mut self, version: &str) -> Self {
+        self.version = version.to_string();
+        self
+    }
+
+    /// The host root directory.
+    pub fn root(&self) -> &Path {
+        &self.root
+    }
+
+    /// The copy dir (`SKYHOOK_DIR`).
+    pub fn copy_dir(&self) -> &Path {
+        &self.copy_dir
+    }
+
+    /// Where the host path `path` lives in this node.
+    pub fn path(&self, path: &str) -> PathBuf {
+        self.root.join(path.trim_start_matches('/'))
+    }
+
+    /// Writes a host file (mode 0644), creating its directories.
+    pub fn file(&self, path: &str, content: impl AsRef<[u8]>) -> &Self {
+        let p = self.path(path);
+        fs::create_dir_all(p.parent().expect("parent")).expect("create parent");
+        fs::write(&p, content).expect("write host file");
+        self
+    }
+
+    /// Reads a host file as text, `None` when absent.
+    pub fn read(&self, path: &str) -> Option<String> {
+        fs::read_to_string(self.path(path)).ok()
+    }
+
+    /// Whether a host path exists (a dangling symlink counts).
+    pub fn exists(&self, path: &str) -> bool {
+        self.path(path).symlink_metadata().is_ok()
+    }
+
+    /// The permission bits of a host file.
+    pub fn mode(&self, path: &str) -> Option<u32> {
+        fs::metadata(self.path(path))
+            .ok()
+            .map(|m| m.permissions().mode() & 0o7777)
+    }
+
+    /// Makes the host look like a booted systemd host (or not).
+    pub fn systemd_running(&self, running: bool) -> &Self {
+        let p = self.path("/run/systemd/system");
+        if running {
+            fs::create_dir_all(p).expect("create /run/systemd/system");
+        } else {
+            let _ = fs::remove_dir_all(p);
+        }
+        self
+    }
+
+    /// Sets a configMap key.
+    pub fn configmap(&self, key: &str, value: impl AsRef<[u8]>) -> &Self {
+        fs::write(self.copy_dir.join("configmaps").join(key), value).expect("write configMap key");
+        self
+    }
+
+    /// Removes a configMap key.
+    pub fn remove_configmap(&self, key: &str) -> &Self {
+        let _ = fs::remove_file(self.copy_dir.join("configmaps").join(key));
+        self
+    }
+
+    /// Removes every configMap key.
+    pub fn clear_configmaps(&self) -> &Self {
+        let dir = self.copy_dir.join("configmaps");
+        for e in fs::read_dir(&dir).expect("configmaps dir").flatten() {
+            let _ = fs::remove_file(e.path());
+        }
+        self
+    }
+
+    /// Sets an environment variable for the step (as an SCR `env` entry would).
+    pub fn env(&mut self, name: &str, value: &str) -> &mut Self {
+        self.env.insert(name.to_string(), value.to_string());
+        self
+    }
+
+    /// Installs a stand-in for `program`: a `/bin/sh` script with `body`. The script
+    /// sees `SKYHOOK_HOST_ROOT` and can change the node to simulate the program.
+    pub fn stand_in(&self, program: &str, body: &str) -> &Self {
+        let p = self.commands.join(program);
+        fs::write(&p, format!("#!/bin/sh\n{body}\n")).expect("write stand-in");
+        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).expect("chmod stand-in");
+        self
+    }
+
+    /// Removes the stand-in for `program` (it becomes "not found").
+    pub fn remove_stand_in(&self, program: &str) -> &Self {
+        let _ = fs::remove_file(self.commands.join(program));
+        self
+    }
+
+    /// The command lines run so far, one per call.
+    pub fn calls(&self) -> Vec<String> {
+        fs::read_to_string(self.commands.join("calls.log"))
+            .unwrap_or_default()
+            .lines()
+            .map(str::to_string)
+            .collect()
+    }
+
+    /// Forgets the calls logged so far.
+    pub fn clear_calls(&self) -> &Self {
+        let _ = fs::remove_file(self.commands.join("calls.log"));
+        self
+    }
+
+    /// `SKYHOOK_RESOURCE_ID` of this node's step.
+    pub fn resource_id(&self) -> String {
+        format!("test-scr_{}_{}", self.name, self.version)
+    }
+
+    /// The environment the agent would give the step (plus the simulation's own).
+    pub fn step_env(&self) -> BTreeMap<String, String> {
+        let mut env = BTreeMap::new();
+        env.insert(
+            "PATH".into(),
+            std::env::var("PATH").unwrap_or_else(|_| "/usr/bin:/bin".into()),
+        );
+        env.insert("SKYHOOK_DIR".into(), self.copy_dir.display().to_string());
+        env.insert(
+            "STEP_ROOT".into(),
+            self.copy_dir.join("skyhook_dir").display().to_string(),
+        );
+        env.insert("SKYHOOK_RESOURCE_ID".into(), self.resource_id());
+        env.insert("SKYHOOK_HOST_ROOT".into(), self.root.display().to_string());
+        env.insert("SKYHOOK_HOST_COMMANDS".into(), self.commands.display().to_string());
+        env.insert("SKYHOOK_PKG_RETRY_PAUSE".into(), "0".into());
+        env.extend(self.env.clone());
+        env
+    }
+
+    /// A command that runs the binary in `mode` as the agent would (clean
+    /// environment, working directory the copy dir), for tests that drive the process.
+    pub fn command(&self, mode: &str) -> Command {
+        let mut c = Command::new(&self.binary);
+        c.arg(mode)
+            .env_clear()
+            .envs(self.step_env())
+            .current_dir(&self.copy_dir);
+        c
+    }
+
+    /// Runs the binary in `mode` to completion.
+    pub fn run(&self, mode: &str) -> Run {
+        use std::os::unix::process::ExitStatusExt;
+        let out = self.command(mode).output().expect("run the package binary");
+        Run {
+            code: out
+                .status
+                .code()
+                .unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0)),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Every path under the host root with its type, mode and content.
+    pub fn snapshot(&self) -> Tree {
+        Tree::of(&self.root)
+    }
+}
+
+/// One entry of a [`Tree`].
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Entry {
+    /// A directory with its permission bits.
+    Dir(u32),
+    /// A file with its permission bits and content.
+    File(u32, Vec<u8>),
+    /// A symbolic link and its target.
+    Link(PathBuf),
+}
+
+/// A whole directory tree, for "the node is exactly as before" assertions.
+#[derive(Debug, Clone, PartialEq, Eq, Default)]
+pub struct Tree(pub BTreeMap<PathBuf, Entry>);
+
+impl Tree {
+    /// Reads the tree under `root`.
+    pub fn of(root: &Path) -> Tree {
+        let mut tree = Tree::default();
+        walk(root, root, &mut tree.0);
+        tree
+    }
+
+    /// The paths that differ between `self` and `other`, described.
+    pub fn diff(&self, other: &Tree) -> Vec<String> {
+        let mut out = Vec::new();
+        for (p, e) in &self.0 {
+            match other.0.get(p) {
+                None => out.push(format!("only before: {}", p.display())),
+                Some(o) if o != e => out.push(format!("changed: {}", p.display())),
+                _ => {}
+            }
+        }
+        for p in other.0.keys().filter(|p| !self.0.contains_key(*p)) {
+            out.push(format!("only after: {}", p.display()));
+        }
+        out
+    }
+
+    /// Asserts that `other` is the same tree, listing every difference.
+    #[track_caller]
+    pub fn assert_same(&self, other: &Tree) {
+        let d = self.diff(other);
+        assert!(d.is_empty(), "trees differ:\n  {}", d.join("\n  "));
+    }
+}
+
+fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Entry>) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let p = e.path();
+        let rel = p.strip_prefix(root).expect("under root").to_path_buf();
+        let Ok(meta) = p.symlink_metadata() else { continue };
+        let mode = meta.permissions().mode() & 0o7777;
+        if meta.file_type().is_symlink() {
+            out.insert(rel, Entry::Link(fs::read_link(&p).unwrap_or_default()));
+        } else if meta.is_dir() {
+            out.insert(rel, Entry::Dir(mode));
+            walk(root, &p, out);
+        } else {
+            out.insert(rel, Entry::File(mode, fs::read(&p).unwrap_or_default()));
+        }
+    }
+}
+
+/// Checks a package crate's metadata, as every package's tests must: config.json
+/// passes the schema and the agent's load rules, its version equals the crate's,
+/// its modes are exactly `modes`, each step runs this package's binary (`<kind>`,
+/// or `<kind>_check` for check modes) with its mode as the only argument, and
+/// CHANGELOG.md has a section for the version.
+#[track_caller]
+pub fn assert_package_metadata(manifest_dir: &str, kind: &str, version: &str, modes: &[skyhook_core::Mode]) {
+    use skyhook_core::config;
+    let dir = Path::new(manifest_dir);
+    let text = fs::read_to_string(dir.join("config.json")).expect("config.json");
+    let report = config::schema::validate(&text, None, Some(version));
+    assert!(report.is_ok(), "config.json: {:?}", report.errors);
+    let cfg = config::parse(&text).expect("config.json parses");
+    assert_eq!(cfg.package_name, kind, "package_name");
+    assert_eq!(cfg.defined_modes(), modes, "config.json modes vs the package's MODES");
+    for mode in cfg.defined_modes() {
+        for step in cfg.steps(mode) {
+            let expected = if mode.is_check() {
+                format!("{kind}_check")
+            } else {
+                kind.to_string()
+            };
+            assert_eq!(step.path, expected, "modes.{mode}: step path");
+            assert_eq!(step.arguments, [mode.as_str()], "modes.{mode}: arguments");
+        }
+    }
+    let changelog = fs::read_to_string(dir.join("CHANGELOG.md")).expect("CHANGELOG.md");
+    assert!(
+        changelog.lines().any(|l| l.trim() == format!("## {version}")),
+        "CHANGELOG.md has no '## {version}' section"
+    );
+    assert!(dir.join("README.md").exists(), "README.md");
+}

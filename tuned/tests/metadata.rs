@@ -1,0 +1,11 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The package's metadata agrees with itself: config.json is valid, its version is
+//! the crate's, its modes are the binary's, and CHANGELOG.md has the version.
+
+use skyhook_core::Package;
+use tuned::Tuned;
+
+#[test]
+fn config_json_matches_the_crate() {
+    skyhook_testkit::assert_package_metadata(env!("CARGO_MANIFEST_DIR"), Tuned::KIND, Tuned::VERSION, Tuned::MODES);
+}
