@@ -4,9 +4,12 @@
 //! - `validate`: the validation the agent's load would apply, before a package ships.
 //! - `dist`: builds the static step binaries and assembles `dist/<package>/`, exactly
 //!   as it must appear at `/skyhook-package` in the image.
+//! - `run`: runs a package's modes locally the way the agent runs them on a node.
 
+mod agent;
 mod dist;
 mod elf;
+mod run;
 mod validate;
 mod workspace;
 
@@ -41,6 +44,37 @@ enum Command {
         #[arg(long)]
         out: Option<PathBuf>,
     },
+    /// Run a package's modes locally, as the agent runs them on a node.
+    Run {
+        /// A workspace package name (assembled by dist when missing or stale) or a package tree.
+        package: String,
+        /// Modes to run; each action mode is followed by its check mode.
+        modes: Vec<String>,
+        /// Run the operator's whole sequence: apply (or upgrade), config, interrupt, post-interrupt.
+        #[arg(long)]
+        lifecycle: bool,
+        /// Host root to chroot into (needs root); `--root /` runs on this machine for real.
+        #[arg(long)]
+        root: Option<PathBuf>,
+        /// A configMap key: KEY=VALUE or KEY=@FILE (repeatable).
+        #[arg(long)]
+        configmap: Vec<String>,
+        /// A directory whose files are configMap keys.
+        #[arg(long)]
+        configmap_dir: Option<PathBuf>,
+        /// An SCR env entry: NAME=VALUE (repeatable).
+        #[arg(long)]
+        env: Vec<String>,
+        /// The package's name in the SCR (default: config.json's package_name).
+        #[arg(long)]
+        name: Option<String>,
+        /// The package version (default: config.json's package_version).
+        #[arg(long)]
+        version: Option<String>,
+        /// The Skyhook (SCR) name; also the resource id.
+        #[arg(long, default_value = "local")]
+        skyhook: String,
+    },
 }
 
 fn main() -> ExitCode {
@@ -48,6 +82,29 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Validate { paths } => validate::run(&paths),
         Command::Dist { packages, target, out } => dist::run(&packages, target.as_deref(), out.as_deref()),
+        Command::Run {
+            package,
+            modes,
+            lifecycle,
+            root,
+            configmap,
+            configmap_dir,
+            env,
+            name,
+            version,
+            skyhook,
+        } => run::run(&run::RunArgs {
+            package,
+            modes,
+            lifecycle,
+            root,
+            configmap,
+            configmap_dir,
+            env,
+            name,
+            version,
+            skyhook,
+        }),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -1,0 +1,591 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The local agent: does on one machine what the Skyhook agent does on a node for
+//! each step of a mode (AGENT_CONTRACT.md): copies the package to a copy dir under
+//! the host root, writes the configMap there, then runs each step — chrooted into the
+//! root when it is not `/`, working directory the copy dir, the contract's
+//! environment, `env:NAME` arguments resolved, success judged by `returncodes` — and
+//! keeps the agent's bookkeeping: flags of steps that succeeded (skipped next time
+//! unless the mode or the step says otherwise) and the installed version (for
+//! `PREVIOUS_VERSION`).
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::io::{BufRead, BufReader};
+use std::os::unix::fs::PermissionsExt;
+use std::os::unix::process::CommandExt;
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+use skyhook_core::Mode;
+use skyhook_core::config::{PackageConfig, StepConfig};
+use skyhook_core::semver::Version;
+
+/// Where the local agent keeps its bookkeeping on the host (the agent's `SKYHOOK_ROOT_DIR`).
+pub const AGENT_DIR: &str = "/var/lib/skyhook-pkg";
+/// The copy root: copy dirs are `<COPY_ROOT>/<skyhook>/<package>-<version>-local-<generation>`.
+pub const COPY_ROOT: &str = "/var/lib/skyhook";
+/// The PATH a step gets (the host's login PATH on a node).
+pub const STEP_PATH: &str = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+
+/// An assembled package tree: `config.json`, `skyhook_dir/`, optional `root_dir/`.
+#[derive(Debug, Clone)]
+pub struct PackageTree {
+    /// The tree's directory.
+    pub dir: PathBuf,
+    /// Its config.json.
+    pub config: PackageConfig,
+}
+
+impl PackageTree {
+    /// Loads the tree at `dir`, refusing a config.json that does not parse.
+    pub fn load(dir: &Path) -> Result<Self, String> {
+        let path = dir.join("config.json");
+        let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let config = skyhook_core::config::parse(&text).map_err(|r| {
+            let errors: Vec<String> = r.errors.iter().map(ToString::to_string).collect();
+            format!("{}: {}", path.display(), errors.join("; "))
+        })?;
+        Ok(PackageTree {
+            dir: dir.to_path_buf(),
+            config,
+        })
+    }
+}
+
+/// What the operator would know about this package from its SCR.
+#[derive(Debug, Clone)]
+pub struct Deployment {
+    /// The host root (`/` or a directory to chroot into).
+    pub root: PathBuf,
+    /// The Skyhook (SCR) name; also the resource id part of `SKYHOOK_RESOURCE_ID`.
+    pub skyhook: String,
+    /// The package's name in the SCR.
+    pub name: String,
+    /// The package's version in the SCR.
+    pub version: String,
+    /// The configMap: key → value.
+    pub configmaps: BTreeMap<String, Vec<u8>>,
+    /// The SCR's `env` entries for the package.
+    pub env: Vec<(String, String)>,
+}
+
+/// The local agent's bookkeeping for one package name on one host.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct History {
+    /// The version installed by apply or upgrade, `None` when none is.
+    pub installed: Option<String>,
+    /// Whether the package was uninstalled (`PREVIOUS_VERSION=uninstalled`).
+    pub uninstalled: bool,
+    /// Steps that succeeded: `<version>/<mode>/<step>`.
+    pub flags: Vec<String>,
+}
+
+impl History {
+    /// `PREVIOUS_VERSION` as the agent computes it.
+    pub fn previous_version(&self) -> String {
+        match (&self.installed, self.uninstalled) {
+            (Some(v), _) => v.clone(),
+            (None, true) => "uninstalled".into(),
+            (None, false) => "unknown".into(),
+        }
+    }
+}
+
+/// How a step ended.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Status {
+    /// Its exit code is in `returncodes`.
+    Ok,
+    /// Its exit code is not in `returncodes`, or it could not be started.
+    Failed,
+    /// It succeeded before and the agent's rules skip it.
+    Skipped,
+}
+
+/// One line of the summary.
+#[derive(Debug, Clone)]
+pub struct StepReport {
+    /// The mode.
+    pub mode: Mode,
+    /// The step's name.
+    pub step: String,
+    /// Its exit code (`None` when skipped or not started).
+    pub code: Option<i32>,
+    /// How long it ran.
+    pub duration: Duration,
+    /// How it ended.
+    pub status: Status,
+    /// The interrupt the step said the change needs (`interrupt needed: …` line).
+    pub interrupt: Option<String>,
+    /// Why it failed to start, when it did.
+    pub error: Option<String>,
+}
+
+/// Whether the agent skips `step` of `mode` once it has succeeded: action steps
+/// are flagged, except in config, upgrade and uninstall and except for steps that
+/// handle their own idempotence. Check modes always run.
+pub fn is_skippable(mode: Mode, step: &StepConfig) -> bool {
+    !mode.is_check() && !matches!(mode, Mode::Config | Mode::Upgrade | Mode::Uninstall) && !step.idempotence
+}
+
+/// Resolves `env:NAME` arguments from `env`; an unset variable becomes empty, as the
+/// agent's substitution does.
+pub fn resolve_arguments(args: &[String], env: &BTreeMap<String, String>) -> Vec<String> {
+    args.iter()
+        .map(|a| match a.strip_prefix("env:") {
+            Some(name) => env.get(name).cloned().unwrap_or_default(),
+            None => a.clone(),
+        })
+        .collect()
+}
+
+/// A short, stable hash of the configMap: the copy dir changes with it, as it
+/// changes with the SCR's generation on a node.
+pub fn generation(configmaps: &BTreeMap<String, Vec<u8>>) -> String {
+    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
+    for (k, v) in configmaps {
+        for b in k.bytes().chain([0u8]).chain(v.iter().copied()).chain([0u8]) {
+            h ^= u64::from(b);
+            h = h.wrapping_mul(0x0100_0000_01b3);
+        }
+    }
+    format!("{:08x}", h >> 32)
+}
+
+/// The local agent for one deployment of one package tree.
+pub struct Agent {
+    tree: PackageTree,
+    dep: Deployment,
+    history: History,
+}
+
+impl Agent {
+    /// An agent for `tree` as `dep` describes it, with the history kept on the host.
+    pub fn new(tree: PackageTree, dep: Deployment) -> Result<Self, String> {
+        let mut agent = Agent {
+            tree,
+            dep,
+            history: History::default(),
+        };
+        let path = agent.real(&agent.history_path());
+        if let Ok(text) = fs::read_to_string(&path) {
+            agent.history = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        Ok(agent)
+    }
+
+    /// The bookkeeping so far.
+    pub fn history(&self) -> &History {
+        &self.history
+    }
+
+    fn real(&self, host_path: &Path) -> PathBuf {
+        self.dep.root.join(host_path.strip_prefix("/").unwrap_or(host_path))
+    }
+
+    fn history_path(&self) -> PathBuf {
+        Path::new(AGENT_DIR)
+            .join("history")
+            .join(format!("{}.json", self.dep.name))
+    }
+
+    fn save_history(&self) -> Result<(), String> {
+        let path = self.real(&self.history_path());
+        let json = serde_json::to_vec_pretty(&self.history).map_err(|e| e.to_string())?;
+        skyhook_core::host::write_atomic(&path, &json, 0o644).map_err(|e| format!("{}: {e}", path.display()))
+    }
+
+    /// The copy dir of this deployment, as a host path.
+    pub fn copy_dir(&self) -> PathBuf {
+        Path::new(COPY_ROOT).join(&self.dep.skyhook).join(format!(
+            "{}-{}-local-{}",
+            self.dep.name,
+            self.dep.version,
+            generation(&self.dep.configmaps)
+        ))
+    }
+
+    /// `SKYHOOK_RESOURCE_ID`: `<resource>_<name>_<version>`.
+    pub fn resource_id(&self) -> String {
+        format!("{}_{}_{}", self.dep.skyhook, self.dep.name, self.dep.version)
+    }
+
+    /// Copies the package and writes the configMap into the copy dir (the init
+    /// container's and the agent's work), and `root_dir/` over the host root unless
+    /// the mode uninstalls.
+    pub fn prepare(&self, mode: Mode) -> Result<PathBuf, String> {
+        let copy = self.copy_dir();
+        let real = self.real(&copy);
+        let io = |what: &str, e: std::io::Error| format!("cannot {what} in {}: {e}", real.display());
+        fs::create_dir_all(&real).map_err(|e| io("create the copy dir", e))?;
+        fs::copy(self.tree.dir.join("config.json"), real.join("config.json")).map_err(|e| io("copy config.json", e))?;
+        let skyhook_dir = real.join("skyhook_dir");
+        if skyhook_dir.exists() {
+            fs::remove_dir_all(&skyhook_dir).map_err(|e| io("replace skyhook_dir", e))?;
+        }
+        copy_tree(&self.tree.dir.join("skyhook_dir"), &skyhook_dir).map_err(|e| io("copy skyhook_dir", e))?;
+        let configmaps = real.join("configmaps");
+        if configmaps.exists() {
+            fs::remove_dir_all(&configmaps).map_err(|e| io("replace configmaps", e))?;
+        }
+        fs::create_dir_all(&configmaps).map_err(|e| io("create configmaps", e))?;
+        for (k, v) in &self.dep.configmaps {
+            fs::write(configmaps.join(k), v).map_err(|e| io(&format!("write configMap key {k}"), e))?;
+        }
+        fs::create_dir_all(real.join("node-metadata")).map_err(|e| io("create node-metadata", e))?;
+        let root_dir = self.tree.dir.join("root_dir");
+        if root_dir.is_dir() && !matches!(mode, Mode::Uninstall | Mode::UninstallCheck) {
+            copy_tree(&root_dir, &self.dep.root).map_err(|e| io("copy root_dir over the host root", e))?;
+        }
+        Ok(copy)
+    }
+
+    /// The environment of a step of `mode` (the contract's table).
+    pub fn step_env(&self, mode: Mode, step: &StepConfig, copy_dir: &Path) -> BTreeMap<String, String> {
+        let mut env = BTreeMap::new();
+        env.insert("PATH".to_string(), STEP_PATH.to_string());
+        env.insert("HOME".to_string(), "/root".to_string());
+        env.insert("SKYHOOK_ROOT_DIR".to_string(), AGENT_DIR.to_string());
+        env.insert("SKYHOOK_LOG_DIR".to_string(), "/var/log/skyhook-pkg".to_string());
+        env.extend(self.dep.env.iter().cloned());
+        if let Some(step_env) = &step.env {
+            env.extend(step_env.clone());
+        }
+        env.insert("SKYHOOK_DIR".to_string(), copy_dir.display().to_string());
+        env.insert(
+            "STEP_ROOT".to_string(),
+            copy_dir.join("skyhook_dir").display().to_string(),
+        );
+        env.insert("SKYHOOK_RESOURCE_ID".to_string(), self.resource_id());
+        if mode.is_upgrade() {
+            env.insert("PREVIOUS_VERSION".to_string(), self.history.previous_version());
+            env.insert("CURRENT_VERSION".to_string(), self.dep.version.clone());
+        }
+        env
+    }
+
+    fn flag(&self, mode: Mode, step: &StepConfig) -> String {
+        format!("{}/{}/{}", self.dep.version, mode, step.name)
+    }
+
+    /// Runs every step of `mode` in order, stopping at the first failure; updates
+    /// the flags and the installed version.
+    pub fn run_mode(&mut self, mode: Mode) -> Result<Vec<StepReport>, String> {
+        let steps: Vec<StepConfig> = self.tree.config.steps(mode).to_vec();
+        let copy = self.prepare(mode)?;
+        let mut reports = Vec::new();
+        for step in &steps {
+            let flag = self.flag(mode, step);
+            if is_skippable(mode, step) && self.history.flags.contains(&flag) {
+                println!(
+                    "[{mode}/{}] skipped: it succeeded before and is not idempotent",
+                    step.name
+                );
+                reports.push(StepReport {
+                    mode,
+                    step: step.name.clone(),
+                    code: None,
+                    duration: Duration::ZERO,
+                    status: Status::Skipped,
+                    interrupt: None,
+                    error: None,
+                });
+                continue;
+            }
+            let report = self.run_step(mode, step, &copy);
+            let ok = report.status == Status::Ok;
+            reports.push(report);
+            if !ok {
+                return Ok(reports);
+            }
+            if is_skippable(mode, step) {
+                self.history.flags.push(flag);
+            }
+        }
+        match mode {
+            Mode::Apply | Mode::Upgrade => {
+                self.history.installed = Some(self.dep.version.clone());
+                self.history.uninstalled = false;
+            }
+            Mode::Uninstall => {
+                self.history.installed = None;
+                self.history.uninstalled = true;
+                let prefix = format!("{}/", self.dep.version);
+                self.history.flags.retain(|f| !f.starts_with(&prefix));
+            }
+            _ => {}
+        }
+        self.save_history()?;
+        Ok(reports)
+    }
+
+    fn run_step(&self, mode: Mode, step: &StepConfig, copy: &Path) -> StepReport {
+        let started = Instant::now();
+        let failed = |error: String| StepReport {
+            mode,
+            step: step.name.clone(),
+            code: None,
+            duration: started.elapsed(),
+            status: Status::Failed,
+            interrupt: None,
+            error: Some(error),
+        };
+        let program = copy.join("skyhook_dir").join(&step.path);
+        let real_program = self.real(&program);
+        if let Err(e) = chmod_executable(&real_program) {
+            return failed(format!(
+                "cannot set the executable bit on {}: {e}",
+                real_program.display()
+            ));
+        }
+        let env = self.step_env(mode, step, copy);
+        let args = resolve_arguments(&step.arguments, &env);
+        let chrooted = self.dep.root != Path::new("/");
+        let mut cmd = Command::new(if chrooted { &program } else { &real_program });
+        cmd.args(&args)
+            .env_clear()
+            .envs(&env)
+            .stdin(Stdio::null())
+            .stdout(Stdio::piped())
+            .stderr(Stdio::piped());
+        if chrooted {
+            let (root, cwd) = (self.dep.root.clone(), copy.to_path_buf());
+            // SAFETY: only async-signal-safe system calls run between fork and exec.
+            unsafe {
+                cmd.pre_exec(move || {
+                    nix::unistd::chroot(&root)?;
+                    nix::unistd::chdir(&cwd)?;
+                    Ok(())
+                });
+            }
+        } else {
+            cmd.current_dir(self.real(copy));
+        }
+        println!("[{mode}/{}] {} {}", step.name, program.display(), args.join(" "));
+        let mut child = match cmd.spawn() {
+            Ok(c) => c,
+            Err(e) => return failed(format!("cannot start {}: {e}", program.display())),
+        };
+        let prefix = format!("[{mode}/{}] ", step.name);
+        let out = child.stdout.take().expect("piped");
+        let err = child.stderr.take().expect("piped");
+        let out_prefix = prefix.clone();
+        let out_thread = std::thread::spawn(move || relay(out, &out_prefix, false));
+        let mut interrupt = relay(err, &prefix, true);
+        interrupt = out_thread.join().unwrap_or(None).or(interrupt);
+        let status = match child.wait() {
+            Ok(s) => s,
+            Err(e) => return failed(format!("cannot wait for {}: {e}", program.display())),
+        };
+        use std::os::unix::process::ExitStatusExt;
+        let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+        let ok = step.returncodes.contains(&i64::from(code));
+        StepReport {
+            mode,
+            step: step.name.clone(),
+            code: Some(code),
+            duration: started.elapsed(),
+            status: if ok { Status::Ok } else { Status::Failed },
+            interrupt,
+            error: (!ok).then(|| format!("exit code {code} is not in returncodes {:?}", step.returncodes)),
+        }
+    }
+}
+
+/// Relays a step's output line by line with `prefix`; returns the interrupt the
+/// step reported (`interrupt needed: {type: reboot} (…)`), if any.
+fn relay(pipe: impl std::io::Read, prefix: &str, to_stderr: bool) -> Option<String> {
+    let mut interrupt = None;
+    for line in BufReader::new(pipe).split(b'\n') {
+        let Ok(line) = line else { break };
+        let line = String::from_utf8_lossy(&line);
+        let line = line.trim_end_matches('\r');
+        if let Some(rest) = line.split("interrupt needed: ").nth(1) {
+            interrupt = Some(rest.split(" (").next().unwrap_or(rest).trim().to_string());
+        }
+        if to_stderr {
+            eprintln!("{prefix}{line}");
+        } else {
+            println!("{prefix}{line}");
+        }
+    }
+    interrupt
+}
+
+fn chmod_executable(path: &Path) -> std::io::Result<()> {
+    let meta = fs::metadata(path)?;
+    let mode = meta.permissions().mode();
+    if mode & 0o111 != 0o111 {
+        fs::set_permissions(path, fs::Permissions::from_mode(mode | 0o111))?;
+    }
+    Ok(())
+}
+
+/// Copies `from` into `to` recursively, keeping symlinks and permission bits.
+pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+    fs::create_dir_all(to)?;
+    for e in fs::read_dir(from)? {
+        let e = e?;
+        let (src, dst) = (e.path(), to.join(e.file_name()));
+        let t = e.file_type()?;
+        if t.is_dir() {
+            copy_tree(&src, &dst)?;
+        } else if t.is_symlink() {
+            let _ = fs::remove_file(&dst);
+            std::os::unix::fs::symlink(fs::read_link(&src)?, &dst)?;
+        } else {
+            fs::copy(&src, &dst)?;
+        }
+    }
+    Ok(())
+}
+
+/// The modes the operator runs for this package given its history, actions each
+/// followed by their check, with `None` marking the interrupt.
+pub fn lifecycle(config: &PackageConfig, history: &History, version: &str) -> Result<Vec<Option<Mode>>, String> {
+    let current: Version = version.parse().map_err(|e| format!("--version: {e}"))?;
+    let installed: Option<Version> = match &history.installed {
+        Some(v) => Some(v.parse().map_err(|e| format!("history: {e}"))?),
+        None => None,
+    };
+    let first = match installed {
+        Some(v) if v < current => vec![Mode::Upgrade],
+        Some(v) if v > current => vec![Mode::Uninstall, Mode::Apply],
+        _ => vec![Mode::Apply],
+    };
+    let mut plan = Vec::new();
+    for action in first.into_iter().chain([Mode::Config]) {
+        plan.extend(with_check(config, action));
+    }
+    plan.push(None);
+    plan.extend(with_check(config, Mode::PostInterrupt));
+    Ok(plan)
+}
+
+/// `action` and its check, each only when config.json gives it steps.
+pub fn with_check(config: &PackageConfig, action: Mode) -> Vec<Option<Mode>> {
+    [Some(action), action.check()]
+        .into_iter()
+        .flatten()
+        .filter(|m| !config.steps(*m).is_empty())
+        .map(Some)
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn step(name: &str, idempotence: bool) -> StepConfig {
+        StepConfig {
+            name: name.into(),
+            path: "x".into(),
+            arguments: vec![],
+            returncodes: vec![0],
+            on_host: true,
+            idempotence,
+            upgrade_step: false,
+            env: None,
+        }
+    }
+
+    fn config(modes: &[Mode]) -> PackageConfig {
+        PackageConfig {
+            schema_version: "v1".into(),
+            package_name: "demo".into(),
+            package_version: "2.0.0".into(),
+            expected_config_files: vec![],
+            modes: modes
+                .iter()
+                .map(|m| (m.as_str().to_string(), vec![step(m.as_str(), false)]))
+                .collect(),
+        }
+    }
+
+    #[test]
+    fn skip_rules_follow_the_agent() {
+        assert!(is_skippable(Mode::Apply, &step("a", false)));
+        assert!(is_skippable(Mode::PostInterrupt, &step("a", false)));
+        assert!(
+            !is_skippable(Mode::Apply, &step("a", true)),
+            "idempotence: run every time"
+        );
+        for m in [
+            Mode::Config,
+            Mode::Upgrade,
+            Mode::Uninstall,
+            Mode::ApplyCheck,
+            Mode::ConfigCheck,
+        ] {
+            assert!(!is_skippable(m, &step("a", false)), "{m}");
+        }
+    }
+
+    #[test]
+    fn env_arguments_are_resolved() {
+        let env: BTreeMap<String, String> = [("MODE".to_string(), "fast".to_string())].into();
+        let args = ["env:MODE".to_string(), "plain".to_string(), "env:UNSET".to_string()];
+        assert_eq!(resolve_arguments(&args, &env), ["fast", "plain", ""]);
+    }
+
+    #[test]
+    fn previous_version_follows_the_history() {
+        let mut h = History::default();
+        assert_eq!(h.previous_version(), "unknown");
+        h.uninstalled = true;
+        assert_eq!(h.previous_version(), "uninstalled");
+        h.installed = Some("1.2.0".into());
+        assert_eq!(h.previous_version(), "1.2.0");
+    }
+
+    #[test]
+    fn generation_changes_with_the_configmap() {
+        let a: BTreeMap<String, Vec<u8>> = [("k".to_string(), b"1".to_vec())].into();
+        let b: BTreeMap<String, Vec<u8>> = [("k".to_string(), b"2".to_vec())].into();
+        assert_eq!(generation(&a), generation(&a.clone()));
+        assert_ne!(generation(&a), generation(&b));
+        assert_eq!(generation(&a).len(), 8);
+    }
+
+    #[test]
+    fn lifecycle_follows_the_operator() {
+        let all = config(&Mode::ALL);
+        let fresh = lifecycle(&all, &History::default(), "2.0.0").unwrap();
+        use Mode::*;
+        assert_eq!(
+            fresh,
+            [
+                Some(Apply),
+                Some(ApplyCheck),
+                Some(Config),
+                Some(ConfigCheck),
+                None,
+                Some(PostInterrupt),
+                Some(PostInterruptCheck)
+            ]
+        );
+        let older = History {
+            installed: Some("1.9.0".into()),
+            ..History::default()
+        };
+        assert_eq!(
+            lifecycle(&all, &older, "2.0.0").unwrap()[..2],
+            [Some(Upgrade), Some(UpgradeCheck)]
+        );
+        let newer = History {
+            installed: Some("3.0.0".into()),
+            ..History::default()
+        };
+        assert_eq!(
+            lifecycle(&all, &newer, "2.0.0").unwrap()[..4],
+            [Some(Uninstall), Some(UninstallCheck), Some(Apply), Some(ApplyCheck)]
+        );
+        let tuning_like = config(&[Config, ConfigCheck, PostInterruptCheck, Uninstall, UninstallCheck]);
+        assert_eq!(
+            lifecycle(&tuning_like, &History::default(), "2.0.0").unwrap(),
+            [Some(Config), Some(ConfigCheck), None, Some(PostInterruptCheck)]
+        );
+    }
+}

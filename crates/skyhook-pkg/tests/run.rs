@@ -1,0 +1,224 @@
+// SPDX-License-Identifier: Apache-2.0
+//! `skyhook-pkg run` end to end, chrooted into a minimal root that holds only
+//! `/bin/sh` (this machine's, with its libraries): a package of shell-script steps
+//! runs exactly as the agent would run it, and the test reads the root afterwards.
+
+use std::fs;
+use std::os::unix::fs::PermissionsExt;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+
+/// A root directory with `/bin/sh` and the shared libraries it needs.
+fn minimal_root() -> tempfile::TempDir {
+    let root = tempfile::tempdir().unwrap();
+    let sh = fs::canonicalize("/bin/sh").unwrap();
+    let mut files = vec![sh.clone()];
+    let ldd = Command::new("ldd").arg(&sh).output().expect("ldd");
+    for line in String::from_utf8_lossy(&ldd.stdout).lines() {
+        if let Some(p) = line.split_whitespace().find(|w| w.starts_with('/')) {
+            files.push(PathBuf::from(p));
+        }
+    }
+    for f in &files {
+        let dst = root.path().join(f.strip_prefix("/").unwrap());
+        fs::create_dir_all(dst.parent().unwrap()).unwrap();
+        fs::copy(f, &dst).unwrap();
+    }
+    fs::create_dir_all(root.path().join("bin")).unwrap();
+    let bin_sh = root.path().join("bin/sh");
+    if !bin_sh.exists() {
+        std::os::unix::fs::symlink(&sh, &bin_sh).unwrap();
+    }
+    root
+}
+
+fn script(dir: &Path, name: &str, body: &str) {
+    let p = dir.join("skyhook_dir").join(name);
+    fs::write(&p, format!("#!/bin/sh\n{body}\n")).unwrap();
+    fs::set_permissions(&p, fs::Permissions::from_mode(0o644)).unwrap(); // the agent sets +x itself
+}
+
+fn step(name: &str, path: &str, args: &str, idempotence: bool) -> String {
+    format!(
+        r#"[{{"name":"{name}","path":"{path}","arguments":{args},"returncodes":[0,3],"on_host":true,"idempotence":{idempotence},"upgrade_step":false,"env":{{"STEP_VAR":"from-step"}}}}]"#
+    )
+}
+
+/// A package whose steps record what they see into /record under the root.
+fn package(version: &str) -> tempfile::TempDir {
+    let d = tempfile::tempdir().unwrap();
+    fs::create_dir_all(d.path().join("skyhook_dir")).unwrap();
+    let record = r#"cm=; IFS= read -r cm < configmaps/greeting
+echo "$0 $* dir=$(pwd) SKYHOOK_DIR=$SKYHOOK_DIR ID=$SKYHOOK_RESOURCE_ID SCR=$SCR_VAR STEP=$STEP_VAR PREV=$PREVIOUS_VERSION CUR=$CURRENT_VERSION cm=$cm" >> /record"#;
+    script(
+        d.path(),
+        "act.sh",
+        &format!("{record}\necho 'info: interrupt needed: {{type: reboot}} (declare it)' >&2"),
+    );
+    script(d.path(), "act_check.sh", record);
+    script(d.path(), "fail.sh", "echo broken >&2; exit 7");
+    let config = format!(
+        r#"{{"schema_version":"v1","package_name":"demo","package_version":"{version}","expected_config_files":[],"modes":{{
+            "apply":{},"apply-check":{},"config":{},"config-check":{},
+            "post-interrupt":{},"post-interrupt-check":{},
+            "upgrade":{},"upgrade-check":{},"uninstall":{},"uninstall-check":{}}}}}"#,
+        step("apply", "act.sh", r#"["apply","env:SCR_VAR"]"#, false),
+        step("apply-check", "act_check.sh", r#"["apply-check"]"#, false),
+        step("config", "act.sh", r#"["config"]"#, false),
+        step("config-check", "act_check.sh", r#"["config-check"]"#, false),
+        step("post-interrupt", "act.sh", r#"["post-interrupt"]"#, false),
+        step(
+            "post-interrupt-check",
+            "act_check.sh",
+            r#"["post-interrupt-check"]"#,
+            false
+        ),
+        step("upgrade", "act.sh", r#"["upgrade"]"#, false),
+        step("upgrade-check", "act_check.sh", r#"["upgrade-check"]"#, false),
+        step("uninstall", "fail.sh", "[]", true),
+        step("uninstall-check", "act_check.sh", r#"["uninstall-check"]"#, false),
+    );
+    fs::write(d.path().join("config.json"), config).unwrap();
+    d
+}
+
+fn skyhook_pkg(root: &Path, pkg: &Path, args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
+        .arg("run")
+        .arg(pkg)
+        .args(args)
+        .arg("--root")
+        .arg(root)
+        .args([
+            "--configmap",
+            "greeting=hello",
+            "--env",
+            "SCR_VAR=from-scr",
+            "--name",
+            "my-demo",
+        ])
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+fn record(root: &Path) -> Vec<String> {
+    fs::read_to_string(root.join("record"))
+        .unwrap_or_default()
+        .lines()
+        .map(str::to_string)
+        .collect()
+}
+
+#[test]
+fn runs_the_lifecycle_chrooted_with_the_agents_environment_and_rules() {
+    assert!(
+        nix_is_root(),
+        "this test chroots: run the test suite as root, as CI does"
+    );
+    let root = minimal_root();
+    let pkg = package("2.0.0");
+    let (ok, out) = skyhook_pkg(root.path(), pkg.path(), &["--lifecycle"]);
+    assert!(ok, "{out}");
+    let rec = record(root.path());
+    let modes: Vec<&str> = rec.iter().map(|l| l.split_whitespace().nth(1).unwrap()).collect();
+    assert_eq!(
+        modes,
+        [
+            "apply",
+            "apply-check",
+            "config",
+            "config-check",
+            "post-interrupt",
+            "post-interrupt-check"
+        ]
+    );
+    let first = &rec[0];
+    assert!(
+        first.contains("/var/lib/skyhook/local/my-demo-2.0.0-local-"),
+        "copy dir: {first}"
+    );
+    assert!(first.contains("apply from-scr "), "env: argument resolved: {first}");
+    assert!(
+        first.contains("ID=local_my-demo_2.0.0 SCR=from-scr STEP=from-step PREV= CUR="),
+        "{first}"
+    );
+    assert!(
+        first.contains("cm=hello"),
+        "configMap readable from the working directory: {first}"
+    );
+    let dir = first.split("dir=").nth(1).unwrap().split(' ').next().unwrap();
+    assert!(
+        first.contains(&format!("SKYHOOK_DIR={dir} ")),
+        "cwd is the copy dir: {first}"
+    );
+    assert!(
+        out.contains("not carried out locally; the package said its change needs: {type: reboot}"),
+        "{out}"
+    );
+    assert!(
+        out.contains("post-interrupt-check") && out.contains(" ok"),
+        "summary: {out}"
+    );
+
+    // Run again: apply and post-interrupt succeeded and are not idempotent, so they
+    // are skipped; config always runs; checks always run.
+    fs::remove_file(root.path().join("record")).unwrap();
+    let (ok, out) = skyhook_pkg(root.path(), pkg.path(), &["apply", "config", "post-interrupt"]);
+    assert!(ok, "{out}");
+    let modes: Vec<String> = record(root.path())
+        .iter()
+        .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
+        .collect();
+    assert_eq!(modes, ["apply-check", "config", "config-check", "post-interrupt-check"]);
+    assert!(out.contains("skipped (succeeded before)"), "{out}");
+
+    // A higher version upgrades, with the versions from the history.
+    fs::remove_file(root.path().join("record")).unwrap();
+    let newer = package("2.1.0");
+    let (ok, out) = skyhook_pkg(root.path(), newer.path(), &["--lifecycle"]);
+    assert!(ok, "{out}");
+    let rec = record(root.path());
+    assert!(
+        rec[0].contains(" upgrade ") && rec[0].contains("PREV=2.0.0 CUR=2.1.0"),
+        "{rec:?}"
+    );
+
+    // A failing step stops the sequence; the summary says why; the exit is non-zero.
+    let (ok, out) = skyhook_pkg(root.path(), newer.path(), &["uninstall"]);
+    assert!(!ok);
+    assert!(
+        out.contains("exit code 7 is not in returncodes [0, 3]") && out.contains("broken"),
+        "{out}"
+    );
+    assert!(
+        !out.contains("[uninstall-check/"),
+        "the check does not run after a failed action: {out}"
+    );
+}
+
+#[test]
+fn refuses_without_a_root() {
+    let pkg = package("1.0.0");
+    let out = Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
+        .arg("run")
+        .arg(pkg.path())
+        .arg("config")
+        .output()
+        .unwrap();
+    assert!(!out.status.success());
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--root /"));
+}
+
+fn nix_is_root() -> bool {
+    unsafe extern "C" {
+        fn geteuid() -> u32;
+    }
+    // SAFETY: geteuid has no preconditions.
+    unsafe { geteuid() == 0 }
+}
