@@ -190,6 +190,19 @@ pub fn arch_mismatch(elf: &elf::ElfInfo, target: &str) -> Option<String> {
     })
 }
 
+/// Why a static glibc binary would misbehave on a host: it links glibc's NSS (user,
+/// group or host name lookups), which loads the host's shared NSS modules at run time
+/// (glibc warns "Using 'getpwnam' in statically linked applications requires at
+/// runtime the shared libraries from the glibc version used for linking").
+pub fn nss_problem(binary: &[u8]) -> Option<String> {
+    const NSS_CONFIG: &[u8] = b"/etc/nsswitch.conf";
+    binary.windows(NSS_CONFIG.len()).any(|w| w == NSS_CONFIG).then(|| {
+        "the binary links glibc's NSS (getpwnam, getgrnam, getaddrinfo…), which a static binary cannot \
+         use safely on a host of another glibc: read /etc/passwd or /etc/group directly instead"
+            .to_string()
+    })
+}
+
 /// A size for people: KiB below one MiB, MiB with one decimal above.
 pub fn human_size(bytes: u64) -> String {
     if bytes >= 1 << 20 {
@@ -234,7 +247,8 @@ pub fn run(packages: &[String], target: Option<&str>, out: Option<&Path>) -> Res
             );
             row.valid = false;
         }
-        if let Some(problem) = arch_mismatch(&row.elf, &target) {
+        let binary = fs::read(tree.join("skyhook_dir").join(name)).map_err(|e| format!("{name}: {e}"))?;
+        for problem in arch_mismatch(&row.elf, &target).into_iter().chain(nss_problem(&binary)) {
             println!("FAIL  {name}: {problem}");
             row.valid = false;
         }
@@ -277,6 +291,13 @@ mod tests {
         // What this machine builds is of this machine's architecture.
         let own = elf::inspect(Path::new("/bin/sh")).unwrap();
         assert_eq!(arch_mismatch(&own, &host_triple().unwrap()), None);
+    }
+
+    #[test]
+    fn a_binary_linking_glibc_nss_is_refused() {
+        assert_eq!(nss_problem(b"\x7fELF...gconv...dlopen"), None);
+        let e = nss_problem(b"\x7fELF.../etc/nsswitch.conf\0...").unwrap();
+        assert!(e.contains("NSS") && e.contains("/etc/passwd"), "{e}");
     }
 
     #[test]
