@@ -20,8 +20,9 @@ if [ "${#trees[@]}" -ne 4 ]; then
     exit 1
 fi
 
-cargo run --locked -q -p skyhook-pkg -- notes "$PACKAGE" "$VERSION" "${trees[@]}" > notes.md
-cat notes.md
+notes=$(mktemp)
+cargo run --locked -q -p skyhook-pkg -- notes "$PACKAGE" "$VERSION" "${trees[@]}" > "$notes"
+cat "$notes"
 if [ -z "${GH_TOKEN:-}" ]; then
     exit 0
 fi
@@ -29,4 +30,4 @@ flags=()
 if [ "${PRERELEASE:-false}" = true ]; then
     flags+=(--prerelease)
 fi
-gh release create "${GITHUB_REF_NAME:-$PACKAGE/$VERSION}" --title "$PACKAGE $VERSION" --notes-file notes.md "${flags[@]}"
+gh release create "${GITHUB_REF_NAME:-$PACKAGE/$VERSION}" --title "$PACKAGE $VERSION" --notes-file "$notes" "${flags[@]}"
