@@ -117,25 +117,26 @@ pub fn lint(text: &str, package: &str) -> Vec<String> {
             "the final stage is based on {base}: it must be busybox (the init container runs /bin/sh, mkdir, cp)"
         ));
     }
-    if !ins
-        .iter()
-        .any(|(kw, args)| kw == "FROM" && args.starts_with("--platform=$BUILDPLATFORM"))
-    {
-        problems.push("no build stage FROM --platform=$BUILDPLATFORM: the binaries must be cross-compiled".into());
-    }
-    if !ins
-        .iter()
-        .any(|(kw, args)| kw == "ARG" && args == &format!("PACKAGE={package}"))
-    {
-        problems.push(format!(
-            "no `ARG PACKAGE={package}`: the Dockerfile builds another package"
-        ));
-    }
-    if !ins
-        .iter()
-        .any(|(kw, args)| kw == "RUN" && args.contains("skyhook-pkg dist \"$PACKAGE\" --target \"$TRIPLE\""))
-    {
-        problems.push("no RUN of `skyhook-pkg dist \"$PACKAGE\" --target \"$TRIPLE\"`: the tree is not checked".into());
+    let has = |keyword: &str, pred: &dyn Fn(&str) -> bool| ins.iter().any(|(kw, args)| kw == keyword && pred(args));
+    let package_arg = format!("PACKAGE={package}");
+    let dist_run = "skyhook-pkg dist \"$PACKAGE\" --target \"$TRIPLE\"";
+    for (present, problem) in [
+        (
+            has("FROM", &|a| a.starts_with("--platform=$BUILDPLATFORM")),
+            "no build stage FROM --platform=$BUILDPLATFORM: the binaries must be cross-compiled".to_string(),
+        ),
+        (
+            has("ARG", &|a| a == package_arg),
+            format!("no `ARG {package_arg}`: the Dockerfile builds another package"),
+        ),
+        (
+            has("RUN", &|a| a.contains(dist_run)),
+            format!("no RUN of `{dist_run}`: the tree is not checked"),
+        ),
+    ] {
+        if !present {
+            problems.push(problem);
+        }
     }
     let final_stage = &ins[final_start..];
     let labels: String = final_stage
