@@ -14,13 +14,18 @@
 //! Static linking: `-C target-feature=+crt-static` for the chosen target (glibc or
 //! musl), passed through `CARGO_ENCODED_RUSTFLAGS` so that only the target's
 //! artifacts get it (build scripts and proc-macros stay dynamic, as they must).
+//!
+//! Cross-compiling (a target of another architecture than this machine's) uses the
+//! cross linker [`platform::cross_toolchain`] names, unless the caller set cargo's
+//! `CARGO_TARGET_<TRIPLE>_LINKER` itself; and every binary must be of the target's
+//! architecture, or the run fails.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{elf, validate, workspace};
+use crate::{elf, platform, validate, workspace};
 
 /// One assembled package, for the summary table.
 #[derive(Debug, Clone)]
@@ -71,6 +76,14 @@ pub fn build(root: &Path, packages: &[String], target: &str) -> Result<PathBuf, 
         .env_remove("RUSTFLAGS");
     for p in packages {
         cmd.args(["-p", p]);
+    }
+    let host = host_triple()?;
+    if let Some(cross) = platform::cross_toolchain(platform::triple_arch(&host), target) {
+        let var = platform::linker_env_var(target);
+        if std::env::var_os(&var).is_none() {
+            eprintln!("cross-compiling on {host}: {var}={}", cross.linker);
+            cmd.env(var, &cross.linker);
+        }
     }
     eprintln!("building {} for {target} (static)", packages.join(", "));
     let status = cmd.status().map_err(|e| format!("cannot run cargo: {e}"))?;
@@ -166,7 +179,32 @@ pub fn table(rows: &[Assembled]) -> String {
     s
 }
 
-fn human_size(bytes: u64) -> String {
+/// Why a binary does not fit its target, when it is of another architecture.
+pub fn arch_mismatch(elf: &elf::ElfInfo, target: &str) -> Option<String> {
+    let want = platform::triple_arch(target);
+    (elf.arch != want).then(|| {
+        format!(
+            "the binary is built for {}, but the target {target} is {want}",
+            elf.arch
+        )
+    })
+}
+
+/// Why a static glibc binary would misbehave on a host: it links glibc's NSS (user,
+/// group or host name lookups), which loads the host's shared NSS modules at run time
+/// (glibc warns "Using 'getpwnam' in statically linked applications requires at
+/// runtime the shared libraries from the glibc version used for linking").
+pub fn nss_problem(binary: &[u8]) -> Option<String> {
+    const NSS_CONFIG: &[u8] = b"/etc/nsswitch.conf";
+    binary.windows(NSS_CONFIG.len()).any(|w| w == NSS_CONFIG).then(|| {
+        "the binary links glibc's NSS (getpwnam, getgrnam, getaddrinfo…), which a static binary cannot \
+         use safely on a host of another glibc: read /etc/passwd or /etc/group directly instead"
+            .to_string()
+    })
+}
+
+/// A size for people: KiB below one MiB, MiB with one decimal above.
+pub fn human_size(bytes: u64) -> String {
     if bytes >= 1 << 20 {
         format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
     } else {
@@ -209,6 +247,11 @@ pub fn run(packages: &[String], target: Option<&str>, out: Option<&Path>) -> Res
             );
             row.valid = false;
         }
+        let binary = fs::read(tree.join("skyhook_dir").join(name)).map_err(|e| format!("{name}: {e}"))?;
+        for problem in arch_mismatch(&row.elf, &target).into_iter().chain(nss_problem(&binary)) {
+            println!("FAIL  {name}: {problem}");
+            row.valid = false;
+        }
         rows.push(row);
     }
     print!("\n{}", table(&rows));
@@ -230,6 +273,31 @@ mod tests {
             static_rustflags(Some(" -Copt-level=2  -g ")),
             "-Copt-level=2\x1f-g\x1f-Ctarget-feature=+crt-static"
         );
+    }
+
+    #[test]
+    fn a_binary_of_another_architecture_is_refused() {
+        let x86 = elf::ElfInfo {
+            arch: "x86_64".into(),
+            is_static: true,
+        };
+        assert_eq!(arch_mismatch(&x86, "x86_64-unknown-linux-gnu"), None);
+        assert_eq!(arch_mismatch(&x86, "x86_64-unknown-linux-musl"), None);
+        let e = arch_mismatch(&x86, "aarch64-unknown-linux-gnu").unwrap();
+        assert!(
+            e.contains("built for x86_64") && e.contains("aarch64-unknown-linux-gnu"),
+            "{e}"
+        );
+        // What this machine builds is of this machine's architecture.
+        let own = elf::inspect(Path::new("/bin/sh")).unwrap();
+        assert_eq!(arch_mismatch(&own, &host_triple().unwrap()), None);
+    }
+
+    #[test]
+    fn a_binary_linking_glibc_nss_is_refused() {
+        assert_eq!(nss_problem(b"\x7fELF...gconv...dlopen"), None);
+        let e = nss_problem(b"\x7fELF.../etc/nsswitch.conf\0...").unwrap();
+        assert!(e.contains("NSS") && e.contains("/etc/passwd"), "{e}");
     }
 
     #[test]

@@ -5,10 +5,17 @@
 //! - `dist`: builds the static step binaries and assembles `dist/<package>/`, exactly
 //!   as it must appear at `/skyhook-package` in the image.
 //! - `run`: runs a package's modes locally the way the agent runs them on a node.
+//! - `platform`, `dockerfiles`: the images (see ci/README.md).
+//! - `tag`, `notes`, `changed`: the release process (see ci/README.md).
 
 mod agent;
+mod changed;
 mod dist;
 mod elf;
+mod images;
+mod notes;
+mod platform;
+mod release;
 mod run;
 mod validate;
 mod workspace;
@@ -75,6 +82,52 @@ enum Command {
         #[arg(long, default_value = "local")]
         skyhook: String,
     },
+    /// Print the Rust target and cross toolchain packages for a Docker platform (shell assignments).
+    Platform {
+        /// The platform to build for (`linux/amd64`, `linux/arm64`).
+        target_platform: String,
+        /// The platform of the build machine (default: the target platform).
+        #[arg(long)]
+        build: Option<String>,
+    },
+    /// Check the package Dockerfiles against ci/Dockerfile.in, or regenerate them.
+    Dockerfiles {
+        /// Write the Dockerfiles instead of reporting the stale ones.
+        #[arg(long)]
+        write: bool,
+    },
+    /// Check a release tag <package>/<version>; print key=value lines for $GITHUB_OUTPUT.
+    Tag {
+        /// The tag, e.g. tuning/2.0.0.
+        tag: String,
+        /// The registry of the image name.
+        #[arg(long, default_value = "ghcr.io")]
+        registry: String,
+        /// The registry owner (GitHub user or organisation); adds an `image=` line.
+        #[arg(long)]
+        owner: Option<String>,
+    },
+    /// Print the release notes of a version: its CHANGELOG section, then the binary sizes.
+    Notes {
+        /// The package.
+        package: String,
+        /// The version.
+        version: String,
+        /// Assembled package trees (dist/<package> or an image's /skyhook-package), one per platform.
+        #[arg(long = "tree")]
+        trees: Vec<PathBuf>,
+    },
+    /// Print which package images a change affects, as packages=<JSON array>.
+    Changed {
+        /// Changed paths relative to the repository root; `-` reads them from standard input.
+        paths: Vec<String>,
+        /// Take the changes of git `<base>...<head>` instead.
+        #[arg(long)]
+        base: Option<String>,
+        /// The head revision for --base.
+        #[arg(long, default_value = "HEAD")]
+        head: String,
+    },
 }
 
 fn main() -> ExitCode {
@@ -105,6 +158,15 @@ fn main() -> ExitCode {
             version,
             skyhook,
         }),
+        Command::Platform { target_platform, build } => platform::run(&target_platform, build.as_deref()),
+        Command::Dockerfiles { write } => images::run(write),
+        Command::Tag { tag, registry, owner } => release::run(&tag, &registry, owner.as_deref()),
+        Command::Notes {
+            package,
+            version,
+            trees,
+        } => notes::run(&package, &version, &trees),
+        Command::Changed { paths, base, head } => changed::run(&paths, base.as_deref(), &head),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

@@ -1,0 +1,218 @@
+// SPDX-License-Identifier: Apache-2.0
+//! `skyhook-pkg notes <package> <version> [--tree DIR]…`: the release notes of a
+//! version — its CHANGELOG section (the text under `## <version>` up to the next
+//! `## ` heading) followed, when assembled trees are given, by a table of the
+//! binary sizes per platform.
+
+use std::fs;
+use std::path::{Path, PathBuf};
+
+use crate::{dist, elf, platform, workspace};
+
+/// The text under the `## <version>` heading of a changelog, up to the next `## `
+/// heading, without surrounding blank lines. A heading may carry more after the
+/// version (`## 2.0.0 — 2026-05-01`), but `## 2.0.0-rc.1` is not `## 2.0.0`.
+pub fn section(changelog: &str, version: &str) -> Option<String> {
+    let is_heading = |l: &str| l.starts_with("## ");
+    let mut lines = changelog.lines();
+    lines.find(|l| {
+        l.strip_prefix("## ")
+            .map(str::trim_start)
+            .and_then(|rest| rest.strip_prefix(version))
+            .is_some_and(|after| after.is_empty() || after.starts_with(char::is_whitespace))
+    })?;
+    let body: Vec<&str> = lines.take_while(|l| !is_heading(l)).collect();
+    Some(body.join("\n").trim_matches('\n').trim_end().to_string())
+}
+
+/// The section of `version` in the changelog file at `path`; an error when the
+/// file, the section or its text is missing.
+pub fn changelog_section(path: &Path, version: &str) -> Result<String, String> {
+    let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    match section(&text, version) {
+        None => Err(format!(
+            "{}: no `## {version}` section; the release notes are that section: add it (newest first) with what the release changes",
+            path.display()
+        )),
+        Some(s) if s.trim().is_empty() => Err(format!(
+            "{}: the `## {version}` section is empty; list what the release changes",
+            path.display()
+        )),
+        Some(s) => Ok(s),
+    }
+}
+
+/// One binary of an assembled tree, for the size table.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Binary {
+    /// The Docker platform (`linux/arm64`), or the ELF architecture when unknown.
+    pub platform: String,
+    /// Size in bytes.
+    pub size: u64,
+    /// Whether it is static.
+    pub is_static: bool,
+}
+
+/// Reads the binary of `package` in the assembled tree `tree` (a `dist/<package>/`
+/// or an image's `/skyhook-package`).
+pub fn binary(tree: &Path, package: &str) -> Result<Binary, String> {
+    let path = tree.join("skyhook_dir").join(package);
+    let size = fs::metadata(&path)
+        .map_err(|e| format!("{}: {e}", path.display()))?
+        .len();
+    let info = elf::inspect(&path).map_err(|e| e.to_string())?;
+    Ok(Binary {
+        platform: platform::platform_of_arch(&info.arch).unwrap_or(info.arch),
+        size,
+        is_static: info.is_static,
+    })
+}
+
+/// The size table, in platform order.
+pub fn size_table(package: &str, binaries: &[Binary]) -> String {
+    let mut sorted = binaries.to_vec();
+    sorted.sort_by(|a, b| a.platform.cmp(&b.platform));
+    let mut s =
+        format!("### Binary sizes\n\n| platform | `skyhook_dir/{package}` | bytes | static |\n|---|---:|---:|---|\n");
+    for b in &sorted {
+        s.push_str(&format!(
+            "| {} | {} | {} | {} |\n",
+            b.platform,
+            dist::human_size(b.size),
+            b.size,
+            if b.is_static { "yes" } else { "NO" }
+        ));
+    }
+    s
+}
+
+/// The release notes: the changelog section, then the size table when `trees` are given.
+pub fn notes(root: &Path, package: &str, version: &str, trees: &[PathBuf]) -> Result<String, String> {
+    let known = workspace::packages(root);
+    if !known.iter().any(|p| p == package) {
+        return Err(format!(
+            "unknown package {package:?}; the packages are: {}",
+            known.join(", ")
+        ));
+    }
+    let mut s = changelog_section(&root.join(package).join("CHANGELOG.md"), version)?;
+    s.push('\n');
+    if !trees.is_empty() {
+        let binaries = trees
+            .iter()
+            .map(|t| binary(t, package))
+            .collect::<Result<Vec<_>, _>>()?;
+        s.push('\n');
+        s.push_str(&size_table(package, &binaries));
+    }
+    Ok(s)
+}
+
+/// `skyhook-pkg notes <package> <version> [--tree DIR]…`.
+pub fn run(package: &str, version: &str, trees: &[PathBuf]) -> Result<bool, String> {
+    print!("{}", notes(&workspace::root(), package, version, trees)?);
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const CHANGELOG: &str = "# Changelog: demo\n\nIntro text.\n\n## 2.0.0-rc.1\n\n- Candidate.\n\n\
+## 2.0.0 — 2026-05-01\n\n- Rewritten in Rust.\n\n### Compatibility\n\n- Same keys.\n\n\
+## 1.1.0\n\n- Older.\n- Last section.\n";
+
+    #[test]
+    fn extracts_a_section_up_to_the_next_version_heading() {
+        assert_eq!(
+            section(CHANGELOG, "2.0.0").unwrap(),
+            "- Rewritten in Rust.\n\n### Compatibility\n\n- Same keys."
+        );
+        assert_eq!(section(CHANGELOG, "2.0.0-rc.1").unwrap(), "- Candidate.");
+    }
+
+    #[test]
+    fn the_last_section_runs_to_the_end_of_the_file() {
+        assert_eq!(section(CHANGELOG, "1.1.0").unwrap(), "- Older.\n- Last section.");
+    }
+
+    #[test]
+    fn an_absent_version_is_not_a_prefix_match() {
+        assert_eq!(section(CHANGELOG, "1.1"), None);
+        assert_eq!(section(CHANGELOG, "2.0"), None);
+        assert_eq!(section(CHANGELOG, "3.0.0"), None);
+        assert_eq!(section("### 3.0.0\n- no\n", "3.0.0"), None);
+    }
+
+    #[test]
+    fn a_missing_or_empty_section_fails_clearly() {
+        let d = tempfile::tempdir().unwrap();
+        let f = d.path().join("CHANGELOG.md");
+        fs::write(&f, CHANGELOG).unwrap();
+        let e = changelog_section(&f, "3.0.0").unwrap_err();
+        assert!(e.contains("no `## 3.0.0` section") && e.contains("CHANGELOG.md"), "{e}");
+        fs::write(&f, "## 3.0.0\n\n## 2.0.0\n- x\n").unwrap();
+        let e = changelog_section(&f, "3.0.0").unwrap_err();
+        assert!(e.contains("empty"), "{e}");
+        let e = changelog_section(&d.path().join("nope.md"), "3.0.0").unwrap_err();
+        assert!(e.contains("nope.md"), "{e}");
+    }
+
+    #[test]
+    fn notes_end_with_the_binary_sizes_of_each_tree() {
+        let d = tempfile::tempdir().unwrap();
+        let pkg = d.path().join("demo");
+        fs::create_dir_all(&pkg).unwrap();
+        fs::write(pkg.join("Cargo.toml"), "[package]\nversion = \"2.0.0\"\n").unwrap();
+        fs::write(pkg.join("config.json"), "{}").unwrap();
+        fs::write(pkg.join("CHANGELOG.md"), CHANGELOG).unwrap();
+        // An assembled tree holding this machine's /bin/sh as the binary.
+        let tree = d.path().join("linux_here/skyhook-package");
+        fs::create_dir_all(tree.join("skyhook_dir")).unwrap();
+        fs::copy("/bin/sh", tree.join("skyhook_dir/demo")).unwrap();
+        let size = fs::metadata("/bin/sh").unwrap().len();
+        let n = notes(d.path(), "demo", "2.0.0", std::slice::from_ref(&tree)).unwrap();
+        let platform = platform::platform_of_arch(std::env::consts::ARCH).unwrap();
+        assert!(n.starts_with("- Rewritten in Rust."), "{n}");
+        assert!(n.contains("### Binary sizes"), "{n}");
+        assert!(
+            n.contains(&format!("| {platform} | {} | {size} | NO |", dist::human_size(size))),
+            "{n}"
+        );
+        assert_eq!(
+            notes(d.path(), "demo", "2.0.0", &[]).unwrap(),
+            format!("{}\n", section(CHANGELOG, "2.0.0").unwrap())
+        );
+        let e = notes(d.path(), "other", "2.0.0", &[]).unwrap_err();
+        assert!(e.contains("unknown package"), "{e}");
+        let e = notes(d.path(), "demo", "2.0.0", &[d.path().join("missing")]).unwrap_err();
+        assert!(e.contains("missing/skyhook_dir/demo"), "{e}");
+    }
+
+    #[test]
+    fn the_size_table_is_in_platform_order() {
+        let t = size_table(
+            "demo",
+            &[
+                Binary {
+                    platform: "linux/arm64".into(),
+                    size: 3 << 20,
+                    is_static: true,
+                },
+                Binary {
+                    platform: "linux/amd64".into(),
+                    size: 512 * 1024,
+                    is_static: true,
+                },
+            ],
+        );
+        let rows: Vec<&str> = t.lines().filter(|l| l.starts_with("| linux")).collect();
+        assert_eq!(
+            rows,
+            [
+                "| linux/amd64 | 512 KiB | 524288 | yes |",
+                "| linux/arm64 | 3.0 MiB | 3145728 | yes |"
+            ]
+        );
+    }
+}
