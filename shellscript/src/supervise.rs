@@ -29,7 +29,7 @@ use nix::errno::Errno;
 use nix::libc;
 use nix::sys::prctl;
 use nix::sys::signal::{self, SaFlags, SigAction, SigHandler, SigSet, SigmaskHow, Signal};
-use nix::sys::wait::{WaitPidFlag, WaitStatus, waitpid};
+use nix::sys::wait::{WaitPidFlag, waitpid};
 use nix::unistd::Pid;
 
 use crate::settings::{self, Settings};
@@ -71,11 +71,15 @@ pub fn run(mut command: Command, settings: &Settings) -> io::Result<Ended> {
     let signals = SignalGuard::take(&watched)?;
     let mut child_mask = signals.old_mask;
     watched.iter().for_each(|sig| child_mask.remove(sig));
-    // SAFETY: between fork and exec the child only sets its signal mask, an
-    // async-signal-safe call that allocates nothing.
+    // SAFETY: between fork and exec the child only makes two system calls
+    // (async-signal-safe, no allocation).
     unsafe {
         command.pre_exec(move || {
-            signal::pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&child_mask), None).map_err(io::Error::from)
+            signal::pthread_sigmask(SigmaskHow::SIG_SETMASK, Some(&child_mask), None)?;
+            // Should the step itself be killed outright (SIGKILL, nothing to pass
+            // on), the script is told to stop rather than left running unsupervised.
+            prctl::set_pdeathsig(Signal::SIGTERM)?;
+            Ok(())
         });
     }
     if let Err(e) = prctl::set_child_subreaper(true) {
@@ -98,6 +102,7 @@ pub fn run(mut command: Command, settings: &Settings) -> io::Result<Ended> {
         if let Some(status) = child.try_wait()? {
             break status;
         }
+        reap_orphans(Some(group));
         let now = Instant::now();
         if let Some((limit, at)) = time_limit
             && sup.stop.is_none()
@@ -248,20 +253,32 @@ fn signal_group(group: Pid, sig: Signal) {
 /// Whether any process of group `group` is still alive. Zombies count as members,
 /// so the orphans reparented to this process are reaped first.
 fn group_alive(group: Pid) -> bool {
-    reap_orphans();
+    reap_orphans(None);
     !matches!(signal::killpg(group, None), Err(Errno::ESRCH))
 }
 
-/// Reaps every child that has ended (the script's orphaned descendants; call only
-/// once the script itself has been reaped).
-fn reap_orphans() {
+/// Reaps every child that has ended except `script` (the script's orphaned
+/// descendants, reparented here), so that they do not pile up as zombies while a
+/// long script runs.
+fn reap_orphans(script: Option<Pid>) {
     loop {
-        match waitpid(Pid::from_raw(-1), Some(WaitPidFlag::WNOHANG)) {
-            Ok(WaitStatus::StillAlive) | Err(Errno::ECHILD) => break,
-            // EINVAL: reaped, but ended by a signal nix has no name for.
-            Ok(_) | Err(Errno::EINTR | Errno::EINVAL) => continue,
-            Err(_) => break,
+        // SAFETY: siginfo_t is plain data; all zeroes is a valid value.
+        let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+        // SAFETY: `info` is valid for writing; WNOWAIT only looks, reaps nothing.
+        let r = unsafe { libc::waitid(libc::P_ALL, 0, &mut info, libc::WEXITED | libc::WNOHANG | libc::WNOWAIT) };
+        if r != 0 {
+            match Errno::last() {
+                Errno::EINTR => continue,
+                _ => return, // ECHILD: no children at all
+            }
         }
+        // SAFETY: waitid filled `info` for an exited child (or left si_pid 0).
+        let pid = Pid::from_raw(unsafe { info.si_pid() });
+        if pid.as_raw() == 0 || Some(pid) == script {
+            return; // nothing has ended, or only the script, which `run` reaps
+        }
+        // Reaped whatever the status (nix reports EINVAL for unnamed signals).
+        let _ = waitpid(pid, Some(WaitPidFlag::WNOHANG));
     }
 }
 

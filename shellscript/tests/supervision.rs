@@ -229,3 +229,39 @@ fn processes_a_script_leaves_behind_keep_running() {
     let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
     assert!(alive, "the background process was stopped with the step");
 }
+
+#[test]
+fn orphans_of_the_script_are_reaped_while_it_runs() {
+    let n = node();
+    // Three double-forked processes: orphaned at once, reparented to the step.
+    n.configmap(
+        "apply.sh",
+        r#"for i in 1 2 3; do ( sleep 0.05 & ); done
+sleep 0.6
+awk -v step=$PPID '$4 == step && $3 == "Z"' /proc/[0-9]*/stat 2>/dev/null | wc -l | sed 's/^ */zombies=/'
+"#,
+    );
+    n.run("apply").expect_code(0).expect_output("zombies=0\n");
+}
+
+#[test]
+fn a_step_killed_outright_still_stops_its_script() {
+    let n = node();
+    n.configmap(
+        "apply.sh",
+        r#"trap 'echo got TERM > "$SKYHOOK_DIR/script-got-term"; exit 0' TERM
+touch "$SKYHOOK_DIR/ready"
+while :; do sleep 0.05; done
+"#,
+    );
+    let mut child = n
+        .command("apply")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    wait_for(&n.copy_dir().join("ready"));
+    child.kill().unwrap();
+    child.wait().unwrap();
+    wait_for(&n.copy_dir().join("script-got-term"));
+}
