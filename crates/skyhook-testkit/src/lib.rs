@@ -195,6 +195,19 @@ impl Node {
         self
     }
 
+    /// Gives the simulated host one of this machine's own programs: `program` among
+    /// the stand-ins becomes a symbolic link to `real` (e.g. `bash` → `/bin/bash`),
+    /// so `Host::which` finds it and running it runs the real thing. Only for
+    /// programs that cannot change the machine on their own (interpreters and `env`
+    /// for scripts the test writes); everything else gets a stand-in.
+    pub fn host_program(&self, program: &str, real: impl AsRef<Path>) -> &Self {
+        let (link, real) = (self.commands.join(program), real.as_ref());
+        assert!(real.exists(), "{} is not installed on this machine", real.display());
+        let _ = fs::remove_file(&link);
+        std::os::unix::fs::symlink(real, &link).expect("link a host program");
+        self
+    }
+
     /// Removes the stand-in for `program` (it becomes "not found").
     pub fn remove_stand_in(&self, program: &str) -> &Self {
         let _ = fs::remove_file(self.commands.join(program));
