@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The chroot tier: every package's lifecycle run through `skyhook-pkg run`, chrooted
+//! into a real Debian root (debootstrap), with that root's own tools — bash and sh,
+//! apt-get installing tuned and kdump-tools from the mirror — and the result checked
+//! inside the root after every mode. The kernel of this machine is never touched:
+//! nothing is mounted into the root, and tuning gets a fake `/proc/sys` inside it.
+//!
+//! Needs root and the Debian mirror; fails loudly, with the reason, when either is
+//! missing. Run alone: `cargo test -p skyhook-pkg --test chroot`.
+
+mod debian;
+mod readme;
+mod shellscript;
+
+use std::collections::BTreeMap;
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::sync::OnceLock;
+
+use debian::must;
+
+fn is_root() -> bool {
+    unsafe extern "C" {
+        fn geteuid() -> u32;
+    }
+    // SAFETY: geteuid has no preconditions.
+    unsafe { geteuid() == 0 }
+}
+
+/// The four packages, assembled once per test run (static binaries, validated).
+fn dist() -> &'static Path {
+    static DIST: OnceLock<PathBuf> = OnceLock::new();
+    DIST.get_or_init(|| {
+        let out = std::env::temp_dir().join(format!("skyhook-chroot-dist-{}", std::process::id()));
+        must(
+            Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
+                .args(["dist", "--out"])
+                .arg(&out)
+                .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")),
+            "skyhook-pkg dist",
+        );
+        out
+    })
+}
+
+/// A node: a private copy of the cached Debian root.
+pub struct Node {
+    _dir: tempfile::TempDir,
+    root: PathBuf,
+}
+
+/// How a `skyhook-pkg run` ended.
+pub struct Outcome {
+    /// Whether every step succeeded.
+    pub ok: bool,
+    /// Its whole output.
+    pub output: String,
+}
+
+impl Outcome {
+    /// Asserts success, showing the output otherwise.
+    #[track_caller]
+    pub fn expect_ok(&self) -> &Self {
+        assert!(self.ok, "skyhook-pkg run failed:\n{}", self.output);
+        self
+    }
+
+    /// Asserts failure, showing the output otherwise.
+    #[track_caller]
+    pub fn expect_failure(&self) -> &Self {
+        assert!(!self.ok, "skyhook-pkg run succeeded but should not have:\n{}", self.output);
+        self
+    }
+
+    /// Asserts that the output contains `text`.
+    #[track_caller]
+    pub fn expect_output(&self, text: &str) -> &Self {
+        assert!(self.output.contains(text), "output lacks {text:?}:\n{}", self.output);
+        self
+    }
+}
+
+impl Node {
+    /// A fresh node, as a real one would be: DNS from this machine, and services
+    /// never started by package scripts (policy-rc.d), as in any chroot.
+    pub fn new() -> Node {
+        assert!(is_root(), "the chroot tier needs root (chroot(2), debootstrap); run the test suite as root, as CI does");
+        let cached = debian::cached_root();
+        let dir = tempfile::tempdir().expect("temporary directory");
+        let root = dir.path().join("root");
+        must(Command::new("cp").arg("-a").arg(cached).arg(&root), "copy the cached Debian root");
+        let node = Node { _dir: dir, root };
+        node.write("/etc/resolv.conf", &fs::read_to_string("/etc/resolv.conf").unwrap_or_default());
+        node.write("/usr/sbin/policy-rc.d", "#!/bin/sh\nexit 101\n");
+        node.chmod("/usr/sbin/policy-rc.d", 0o755);
+        node
+    }
+
+    /// Where the host path `p` lives on this machine.
+    pub fn path(&self, p: &str) -> PathBuf {
+        self.root.join(p.trim_start_matches('/'))
+    }
+
+    /// Reads a file of the node, `None` when absent.
+    pub fn read(&self, p: &str) -> Option<String> {
+        fs::read_to_string(self.path(p)).ok()
+    }
+
+    /// Whether a path exists in the node.
+    pub fn exists(&self, p: &str) -> bool {
+        self.path(p).symlink_metadata().is_ok()
+    }
+
+    /// Writes a file of the node, creating its directories.
+    pub fn write(&self, p: &str, content: &str) {
+        let path = self.path(p);
+        fs::create_dir_all(path.parent().expect("parent")).expect("create parent");
+        fs::write(path, content).expect("write node file");
+    }
+
+    /// Sets the permission bits of a node file.
+    pub fn chmod(&self, p: &str, mode: u32) {
+        use std::os::unix::fs::PermissionsExt;
+        fs::set_permissions(self.path(p), fs::Permissions::from_mode(mode)).expect("chmod");
+    }
+
+    /// The permission bits of a node file.
+    pub fn mode(&self, p: &str) -> Option<u32> {
+        use std::os::unix::fs::PermissionsExt;
+        fs::metadata(self.path(p)).ok().map(|m| m.permissions().mode() & 0o7777)
+    }
+
+    /// Runs a command inside the node (chrooted); returns its output, panicking when it fails.
+    pub fn sh(&self, script: &str) -> String {
+        must(
+            Command::new("chroot").arg(&self.root).args(["/bin/sh", "-c", script]).env_clear().env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
+            &format!("in the node: {script}"),
+        )
+    }
+
+    /// `skyhook-pkg run <package> <args…> --root <node>`.
+    pub fn run(&self, package: &str, args: &[&str]) -> Outcome {
+        let out = Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
+            .arg("run")
+            .arg(dist().join(package))
+            .args(args)
+            .arg("--root")
+            .arg(&self.root)
+            .output()
+            .expect("run skyhook-pkg");
+        Outcome {
+            ok: out.status.success(),
+            output: format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+        }
+    }
+
+    /// Every path of the node with a digest of what it is, except under `ignore`
+    /// (prefixes, relative to the root).
+    pub fn snapshot(&self, ignore: &[&str]) -> Snapshot {
+        let mut map = BTreeMap::new();
+        walk(&self.root, &self.root, ignore, &mut map);
+        Snapshot(map)
+    }
+}
+
+/// What the package manager and the local agent keep for themselves: ignored when
+/// comparing a node before and after a lifecycle.
+pub const BOOKKEEPING: &[&str] = &[
+    "var/cache/apt",
+    "var/cache/debconf",
+    "var/cache/ldconfig",
+    "var/lib/apt",
+    "var/lib/dpkg",
+    "var/log",
+    "var/lib/skyhook",
+    "var/lib/skyhook-pkg",
+    "etc/ld.so.cache",
+    "tmp",
+];
+
+/// A node's file list with a digest of each entry.
+#[derive(Debug, PartialEq, Eq)]
+pub struct Snapshot(BTreeMap<PathBuf, String>);
+
+impl Snapshot {
+    /// Asserts that `after` is the same, listing every difference.
+    #[track_caller]
+    pub fn assert_same(&self, after: &Snapshot) {
+        let mut diff = Vec::new();
+        for (p, d) in &self.0 {
+            match after.0.get(p) {
+                None => diff.push(format!("removed: /{}", p.display())),
+                Some(a) if a != d => diff.push(format!("changed: /{}", p.display())),
+                _ => {}
+            }
+        }
+        for p in after.0.keys().filter(|p| !self.0.contains_key(*p)) {
+            diff.push(format!("left behind: /{}", p.display()));
+        }
+        assert!(diff.is_empty(), "the node differs from before:\n  {}", diff.join("\n  "));
+    }
+}
+
+fn walk(root: &Path, dir: &Path, ignore: &[&str], out: &mut BTreeMap<PathBuf, String>) {
+    use std::os::unix::fs::PermissionsExt;
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for e in entries.flatten() {
+        let p = e.path();
+        let rel = p.strip_prefix(root).expect("under root").to_path_buf();
+        if ignore.iter().any(|i| rel.starts_with(i)) {
+            continue;
+        }
+        let Ok(meta) = p.symlink_metadata() else { continue };
+        let mode = meta.permissions().mode() & 0o7777;
+        let digest = if meta.file_type().is_symlink() {
+            format!("link {}", fs::read_link(&p).unwrap_or_default().display())
+        } else if meta.is_dir() {
+            walk(root, &p, ignore, out);
+            format!("dir {mode:o}")
+        } else if meta.is_file() {
+            format!("file {mode:o} {:016x}", fnv(&fs::read(&p).unwrap_or_default()))
+        } else {
+            // Device nodes, fifos, sockets: their type and mode (never read /dev/zero).
+            format!("special {mode:o} {:?}", meta.file_type())
+        };
+        out.insert(rel, digest);
+    }
+}
+
+fn fnv(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+}

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+//! shellscript in a Debian root: the README's SCR example through every stage, with
+//! the root's own bash, sh and python3.
+
+use crate::{BOOKKEEPING, Node, readme};
+
+const DROP_IN: &str = "/etc/systemd/system/containerd.service.d/skyhook-limits.conf";
+
+#[test]
+fn shellscript_readme_example_runs_every_stage() {
+    let ex = readme::of("shellscript")
+        .into_iter()
+        .find(|e| e.configmap.contains_key("apply.sh"))
+        .expect("shellscript/README.md has an SCR example with apply.sh");
+    let node = Node::new();
+    let before = node.snapshot(BOOKKEEPING);
+    let args = ex.args();
+    let run = |extra: &[&str]| {
+        let mut all: Vec<&str> = extra.to_vec();
+        all.extend(args.iter().map(String::as_str));
+        node.run("shellscript", &all)
+    };
+
+    // New install: apply, config, (interrupt), post-interrupt, each with its check.
+    run(&["--lifecycle"])
+        .expect_ok()
+        .expect_output("stage post-interrupt has nothing to run")
+        .expect_output("interpreter='/usr/bin/env python3'");
+    assert_eq!(node.read("/etc/motd.d/skyhook").as_deref(), Some(ex.configmap["motd.txt"].as_str()));
+    let limit = &ex.env.iter().find(|(k, _)| k == "NOFILE_LIMIT").expect("NOFILE_LIMIT in the example").1;
+    assert_eq!(node.read(DROP_IN), Some(format!("[Service]\nLimitNOFILE={limit}\n")));
+
+    // The same again changes nothing.
+    let installed = node.snapshot(BOOKKEEPING);
+    run(&["--lifecycle"]).expect_ok();
+    installed.assert_same(&node.snapshot(BOOKKEEPING));
+
+    // A check that finds the node changed by hand fails with the script's message and
+    // exit code; config puts it right.
+    node.write(DROP_IN, "[Service]\nLimitNOFILE=1\n");
+    run(&["config-check"]).expect_failure().expect_output(&format!("does not set LimitNOFILE={limit}"));
+    run(&["config"]).expect_ok();
+    installed.assert_same(&node.snapshot(BOOKKEEPING));
+
+    // A newer version upgrades, and the script sees both versions.
+    run(&["--lifecycle", "--version", "2.0.1"]).expect_ok().expect_output("2.0.0 -> 2.0.1");
+
+    // Uninstall leaves the node as it was.
+    run(&["uninstall"]).expect_ok();
+    before.assert_same(&node.snapshot(BOOKKEEPING));
+}
