@@ -181,7 +181,7 @@ impl Conf {
             .flat_map(|s| s.options.iter().filter(|o| o.name == "script").map(move |o| (s, o)))
     }
 
-    /// The options of the enabled bootloader units, as `section: name=value` lines.
+    /// The options of the enabled bootloader units, as `[section] name=value` lines.
     pub fn bootloader(&self) -> Vec<String> {
         self.sections
             .iter()
@@ -190,7 +190,7 @@ impl Conf {
                 s.options
                     .iter()
                     .filter(|o| o.name != "type")
-                    .map(move |o| format!("{}: {}={}", s.name, o.name, o.value))
+                    .map(move |o| format!("[{}] {}={}", s.name, o.name, o.value))
             })
             .collect()
     }
@@ -292,7 +292,7 @@ mod tests {
         );
         assert_eq!(
             c.bootloader(),
-            ["bootloader: cmdline_myprofile=-kernel.panic +kernel.panic=20"]
+            ["[bootloader] cmdline_myprofile=-kernel.panic +kernel.panic=20"]
         );
         let scripts: Vec<_> = c.scripts().map(|(s, o)| (s.name.as_str(), o.value.as_str())).collect();
         assert_eq!(scripts, [("script", "/etc/tuned/scripts/ai_init")]);
@@ -325,7 +325,7 @@ mod tests {
     #[test]
     fn bootloader_units_are_found_by_type_and_can_be_disabled() {
         let c = Conf::parse("[kargs]\ntype=bootloader\ncmdline=a=1\n[bootloader]\nenabled=false\ncmdline=b\n").unwrap();
-        assert_eq!(c.bootloader(), ["kargs: cmdline=a=1"]);
+        assert_eq!(c.bootloader(), ["[kargs] cmdline=a=1"]);
         assert!(Conf::parse("[sysctl]\nx=1\n").unwrap().bootloader().is_empty());
     }
 

@@ -210,6 +210,7 @@ pub fn remove_all(host: &Host, store: &StateStore, configmaps: &ConfigMaps) -> R
     }
     let scripts = Path::new(SCRIPTS_DIR);
     if changes.removed.iter().any(|p| p.parent() == Some(scripts)) && host.remove_empty_dir(scripts)? {
+        log::info!("removed the directory {SCRIPTS_DIR} (now empty)");
         state.dirs.remove(scripts);
     }
     prune_dirs(host, &mut state, &BTreeSet::new(), &mut changes)?;

@@ -60,8 +60,12 @@ impl Package for Tuned {
 /// config: validate everything, deploy and reconcile, activate, say which interrupt.
 fn config(step: &Step) -> Result<Outcome> {
     let host = &step.host;
-    let request = Request::parse(&step.configmaps)?;
-    let tuned = TunedLayout::detect(host)?;
+    let (request, mut problems) = Request::read(&step.configmaps)?;
+    let tuned = match TunedLayout::detect(host) {
+        Ok(t) => t,
+        Err(_) if !problems.is_empty() => return Err(Error::Input(problems)),
+        Err(e) => return Err(e),
+    };
     log::info!(
         "tuned {} reads profiles from {} ({}); custom profiles go to {}",
         tuned.version_text,
@@ -76,7 +80,15 @@ fn config(step: &Step) -> Result<Outcome> {
     );
     let store = step.state();
     let state: State = store.load()?;
-    let plan = request.plan(host, &tuned, &state.files)?;
+    let plan = match request.plan(host, &tuned, &state.files) {
+        Ok(plan) if problems.is_empty() => plan,
+        Ok(_) => return Err(Error::Input(problems)),
+        Err(Error::Input(mut more)) => {
+            problems.append(&mut more);
+            return Err(Error::Input(problems));
+        }
+        Err(e) => return Err(e),
+    };
 
     let changes = deploy::apply(host, &store, &plan, &step.configmaps, &tuned)?;
     let cmdline_before = host.read(BOOTCMDLINE)?;
@@ -114,7 +126,18 @@ fn config(step: &Step) -> Result<Outcome> {
 fn describe_bootloader_change(before: &[String], after: &[String]) -> String {
     let added: Vec<&String> = after.iter().filter(|o| !before.contains(o)).collect();
     let gone: Vec<&String> = before.iter().filter(|o| !after.contains(o)).collect();
-    let list = |v: &[&String]| v.iter().map(|s| s.as_str()).collect::<Vec<_>>().join("; ");
+    // Entries read "active <profile> [section] option=value" or "deployed <profile> …":
+    // show each profile's option once.
+    let list = |v: &[&String]| {
+        let mut shown: Vec<&str> = v
+            .iter()
+            .map(|s| s.split_once(' ').map_or(s.as_str(), |(_, rest)| rest))
+            .collect();
+        shown.dedup();
+        shown.sort_unstable();
+        shown.dedup();
+        shown.join("; ")
+    };
     match (added.is_empty(), gone.is_empty()) {
         (false, true) => format!("bootloader options added ({})", list(&added)),
         (true, false) => format!("bootloader options removed ({})", list(&gone)),

@@ -88,6 +88,9 @@ pub struct Request {
     pub profiles: Vec<ProfileKey>,
     /// The helper scripts.
     pub scripts: Vec<ScriptKey>,
+    /// Profile keys that could not be parsed (already reported; they count as present
+    /// so that nothing else is reported about them).
+    pub broken: Vec<String>,
 }
 
 /// One file this package deploys.
@@ -142,6 +145,17 @@ fn key_problem(key: &str) -> Option<String> {
 impl Request {
     /// Reads and checks the configMap; every problem is listed.
     pub fn parse(configmaps: &ConfigMaps) -> Result<Self> {
+        let (request, problems) = Self::read(configmaps)?;
+        if problems.is_empty() {
+            Ok(request)
+        } else {
+            Err(Error::Input(problems))
+        }
+    }
+
+    /// Reads the configMap: the usable part, and every problem found (an `Err` only for
+    /// failures other than bad input).
+    pub fn read(configmaps: &ConfigMaps) -> Result<(Self, Vec<String>)> {
         let mut problems = Vec::new();
         let mut request = Request::default();
         for (key, raw) in configmaps.iter() {
@@ -190,14 +204,17 @@ impl Request {
                         content: raw.to_vec(),
                         conf,
                     }),
-                    Err(errors) => problems.extend(errors.into_iter().map(|e| {
-                        bad_line(
-                            key,
-                            e.line,
-                            &e.text,
-                            format!("{} (tuned.conf format, see tuned.conf(5))", e.reason),
-                        )
-                    })),
+                    Err(errors) => {
+                        request.broken.push(key.to_string());
+                        problems.extend(errors.into_iter().map(|e| {
+                            bad_line(
+                                key,
+                                e.line,
+                                &e.text,
+                                format!("{} (tuned.conf format, see tuned.conf(5))", e.reason),
+                            )
+                        }))
+                    }
                 }
             }
         }
@@ -213,16 +230,13 @@ impl Request {
                 }
             }
         }
-        if !problems.is_empty() {
-            return Err(Error::Input(problems));
-        }
-        if request.active.is_none() {
+        if problems.is_empty() && request.active.is_none() && !configmaps.contains(PROFILE_KEY) {
             log::warn!(
                 "the configMap has no {PROFILE_KEY:?} key: profiles and scripts are deployed, \
                  the active tuned profile is left as it is"
             );
         }
-        Ok(request)
+        Ok((request, problems))
     }
 
     /// The profile named `name` in this configMap.
@@ -316,8 +330,7 @@ impl Request {
                         line,
                         shown,
                         format!(
-                            "profile {name:?} exists neither in this configMap nor on the node ({}; searched {})",
-                            tuned.dirs_source,
+                            "profile {name:?} exists neither in this configMap nor on the node (searched {})",
                             describe_dirs(tuned)
                         ),
                     ));
@@ -375,15 +388,21 @@ impl Request {
                 let text = format!("{}={}", opt.name, opt.value);
                 let why = match plan.items.get(&path) {
                     Some(Item::File { .. } | Item::Link { .. }) => None,
-                    None if !present(&path) => Some(format!(
+                    None if !present(&path) && path.parent() == Some(Path::new(SCRIPTS_DIR)) => Some(format!(
                         "the [{}] script {} does not exist on the node and no {SCRIPT_SUFFIX} key deploys it \
-                         (a key named {:?} would)",
+                         (a configMap key named {:?} would)",
                         section.name,
                         path.display(),
                         format!(
                             "{}{SCRIPT_SUFFIX}",
                             path.file_name().unwrap_or_default().to_string_lossy()
                         )
+                    )),
+                    None if !present(&path) => Some(format!(
+                        "the [{}] script {} does not exist on the node (only scripts in {SCRIPTS_DIR} can be \
+                         deployed from the configMap, as <name>{SCRIPT_SUFFIX} keys)",
+                        section.name,
+                        path.display()
                     )),
                     None if host.mode(&path)?.is_some_and(|m| m & 0o111 == 0) => Some(format!(
                         "the [{}] script {} exists but is not executable; tuned runs it directly",
