@@ -30,6 +30,20 @@ pub enum Active {
     Nothing,
 }
 
+impl std::fmt::Display for Active {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Active::Running(n) => write!(f, "tuned runs {:?}", n.join(" ")),
+            Active::Preset(n) => write!(
+                f,
+                "the tuned daemon is not running; {:?} is preset for its start",
+                n.join(" ")
+            ),
+            Active::Nothing => f.write_str("no profile is active"),
+        }
+    }
+}
+
 impl Active {
     /// Parses `tuned-adm active` output; a post-loaded profile (tuned adds it to the
     /// list) is left out.
@@ -58,10 +72,18 @@ impl Active {
     }
 }
 
-/// Asks `tuned-adm active`.
+/// Asks `tuned-adm active` (which exits 1 when no profile is active).
 pub fn query(host: &Host) -> Result<Active> {
-    let out = host.run_ok(&Cmd::new("tuned-adm").arg("active"))?;
-    Ok(Active::parse(&out.stdout))
+    let out = host.run(&Cmd::new("tuned-adm").arg("active"))?;
+    let active = Active::parse(&out.stdout);
+    if active == Active::Nothing && !out.success() && !out.stdout.contains("No current active profile") {
+        return Err(Error::action(format!(
+            "`tuned-adm active` failed ({}): {}",
+            out.status_text(),
+            out.diagnostics().trim()
+        )));
+    }
+    Ok(active)
 }
 
 /// The profile(s) recorded in `/etc/tuned/active_profile`.

@@ -56,6 +56,20 @@ fn missing_dirs(host: &Host, path: &Path) -> Vec<PathBuf> {
         .collect()
 }
 
+/// Removes a deployed file or link; for a profile's `tuned.conf`, also its profile
+/// directory once empty (it may have been created by tuned's own migration of
+/// `/etc/tuned/<name>` to `/etc/tuned/profiles/<name>`, so the state may not list it).
+fn remove_deployed(host: &Host, path: &Path) -> Result<bool> {
+    let removed = host.remove(path)?;
+    if path.file_name().is_some_and(|n| n == "tuned.conf")
+        && let Some(dir) = path.parent()
+        && host.remove_empty_dir(dir)?
+    {
+        log::info!("removed the empty profile directory {}", dir.display());
+    }
+    Ok(removed)
+}
+
 /// Removes the recorded directories that are empty and hold nothing still planned.
 fn prune_dirs(host: &Host, state: &mut State, keep: &BTreeSet<PathBuf>, changes: &mut Changes) -> Result<()> {
     let mut dirs: Vec<PathBuf> = state.dirs.iter().cloned().collect();
@@ -91,17 +105,12 @@ pub fn holds(host: &Host, path: &Path, expected: &Item) -> Result<bool> {
 
 /// Removes `path` when it [`holds`] `expected`; returns whether it did.
 fn remove_if_same(host: &Host, path: &Path, expected: &Item) -> Result<bool> {
-    if holds(host, path, expected)? && host.remove(path)? {
+    if holds(host, path, expected)? && remove_deployed(host, path)? {
         log::info!(
             "removed {}: a copy of a configMap key left by an earlier deployment (the bash package, or a \
              tuned upgrade that moved the profile directory)",
             path.display()
         );
-        if path.file_name().is_some_and(|n| n == "tuned.conf")
-            && let Some(dir) = path.parent()
-        {
-            host.remove_empty_dir(dir)?;
-        }
         return Ok(true);
     }
     Ok(false)
@@ -162,7 +171,7 @@ pub fn apply(host: &Host, store: &StateStore, plan: &Plan, configmaps: &ConfigMa
         }
     }
     for stale in previous.difference(&planned) {
-        if host.remove(stale)? {
+        if remove_deployed(host, stale)? {
             log::info!("removed {} (its configMap key is gone)", stale.display());
             changes.removed.push(stale.clone());
         }
@@ -196,7 +205,7 @@ pub fn remove_all(host: &Host, store: &StateStore, configmaps: &ConfigMaps) -> R
     let mut state: State = store.load()?;
     let mut changes = Changes::default();
     for path in &state.files {
-        if host.remove(path)? {
+        if remove_deployed(host, path)? {
             log::info!("removed {}", path.display());
             changes.removed.push(path.clone());
         }

@@ -159,7 +159,9 @@ impl Request {
         let mut problems = Vec::new();
         let mut request = Request::default();
         for (key, raw) in configmaps.iter() {
-            let text = match configmaps.text(key) {
+            let script = key.strip_suffix(SCRIPT_SUFFIX);
+            // Scripts are deployed byte for byte; profiles and tuned_profile are text.
+            let text = match script.map_or_else(|| configmaps.text(key), |_| Ok(None)) {
                 Ok(t) => t.unwrap_or_default(),
                 Err(Error::Input(mut p)) => {
                     problems.append(&mut p);
@@ -173,7 +175,7 @@ impl Request {
                     Ok(names) => request.active = Some(names),
                     Err(mut p) => problems.append(&mut p),
                 }
-            } else if let Some(name) = key.strip_suffix(SCRIPT_SUFFIX) {
+            } else if let Some(name) = script {
                 let name = if name.is_empty() { key } else { name };
                 if name == "." || name == ".." {
                     problems.push(format!(
@@ -182,7 +184,7 @@ impl Request {
                     ));
                     continue;
                 }
-                if !text.starts_with("#!") {
+                if !raw.starts_with(b"#!") {
                     log::warn!(
                         "configMap key {key:?}: the script does not start with '#!'; tuned runs it directly, \
                          so it needs an interpreter line such as #!/bin/bash"

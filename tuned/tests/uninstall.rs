@@ -112,3 +112,26 @@ fn uninstall_without_a_running_systemd_disables_and_removes() {
         .expect_code(0)
         .expect_output("not checked: tuned service stopped");
 }
+
+#[test]
+fn profiles_moved_by_a_tuned_upgrade_are_still_removed() {
+    let node = debian(Some("2.21.0"));
+    node.configmap("tuned_profile", "mine")
+        .configmap("mine", "[main]\ninclude=balanced\n");
+    node.run("config").expect_code(0);
+    assert!(node.exists("/etc/tuned/mine/tuned.conf"));
+
+    // tuned is upgraded to 2.24, whose package moves user profiles to /etc/tuned/profiles.
+    preinstall(&node, "2.24.0");
+    std::fs::rename(node.path("/etc/tuned/mine"), node.path("/etc/tuned/profiles/mine")).unwrap();
+    node.run("config").expect_code(0).expect_output("nothing rewritten");
+    node.run("config-check").expect_code(0);
+
+    node.run("uninstall").expect_code(0);
+    assert!(
+        !node.exists("/etc/tuned/profiles/mine"),
+        "the moved profile directory is removed too"
+    );
+    assert!(!node.exists("/etc/tuned/mine"));
+    node.run("uninstall-check").expect_code(0);
+}

@@ -63,6 +63,9 @@ fn install_sh(version: &str) -> String {
     let mut sh = String::from(
         "R=\"$SKYHOOK_HOST_ROOT\"; D=$(dirname \"$0\")\nmkdir -p \"$R/usr/sbin\" \"$R/etc/tuned\" \"$R/var/log/tuned\"\n",
     );
+    if newer_layout(version) {
+        sh.push_str("mkdir -p \"$R/etc/tuned/profiles\"\n");
+    }
     sh.push_str("printf '#!/usr/bin/python3\\n' > \"$R/usr/sbin/tuned\"\n");
     sh.push_str("printf '#!/usr/bin/python3\\n' > \"$R/usr/sbin/tuned-adm\"\n");
     for (name, content) in BUILTIN {
@@ -104,7 +107,7 @@ pub fn tuned_adm_sh(verify_passes: bool) -> String {
         "R=\"$SKYHOOK_HOST_ROOT\"
 case \"$1\" in
   profile) shift; echo \"$*\" > \"$R/etc/tuned/active_profile\"; echo manual > \"$R/etc/tuned/profile_mode\" ;;
-  active) if [ -s \"$R/etc/tuned/active_profile\" ]; then echo \"Current active profile: $(cat \"$R/etc/tuned/active_profile\")\"; else echo 'No current active profile.'; fi ;;
+  active) if [ -s \"$R/etc/tuned/active_profile\" ]; then echo \"Current active profile: $(cat \"$R/etc/tuned/active_profile\")\"; else echo 'No current active profile.'; exit 1; fi ;;
   verify) {verify} ;;
   *) echo \"unexpected tuned-adm $*\" >&2; exit 2 ;;
 esac"
