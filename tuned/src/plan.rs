@@ -164,6 +164,9 @@ impl Request {
             let text = match script.map_or_else(|| configmaps.text(key), |_| Ok(None)) {
                 Ok(t) => t.unwrap_or_default(),
                 Err(Error::Input(mut p)) => {
+                    if key != PROFILE_KEY {
+                        request.broken.push(key.to_string());
+                    }
                     problems.append(&mut p);
                     continue;
                 }
