@@ -27,6 +27,9 @@ use crate::crashkernel::CrashKernel;
 use crate::platform::DEBIAN_DROP_IN;
 use crate::state::{BootOriginal, BootRecord, State};
 
+/// Boot entries, each named for messages, with their kernel arguments.
+type NamedEntries = Vec<(String, Vec<String>)>;
+
 /// The key the package manages.
 pub const KEY: &str = "crashkernel";
 /// The GRUB defaults variable the RHEL-like path edits.
@@ -263,13 +266,27 @@ impl<'a> Boot<'a> {
         self.config.regenerate(self.host)
     }
 
-    /// The kernel arguments of every boot entry, and where they were read.
-    fn entries(&self) -> Result<(Vec<Vec<String>>, String)> {
-        let place = match &self.config {
-            BootConfig::Grubby => "`grubby --info=ALL`".to_string(),
-            BootConfig::GrubDropIns { output } | BootConfig::GrubDefault { output } => output.display().to_string(),
-        };
-        Ok((self.config.entries(self.host)?, place))
+    /// Every boot entry (named for messages) with its kernel arguments, and where
+    /// they were read.
+    fn entries(&self) -> Result<(NamedEntries, String)> {
+        Ok(match &self.config {
+            BootConfig::Grubby => (
+                grubby_entries(self.host)?
+                    .into_iter()
+                    .map(|e| (format!("boot entry of {}", e.kernel), e.args))
+                    .collect(),
+                "`grubby --info=ALL`".to_string(),
+            ),
+            BootConfig::GrubDropIns { output } | BootConfig::GrubDefault { output } => (
+                self.config
+                    .entries(self.host)?
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, args)| (format!("boot entry {}", i + 1), args))
+                    .collect(),
+                output.display().to_string(),
+            ),
+        })
     }
 
     /// What does not hold exactly `token` (`crashkernel=<value>`), as unmet
@@ -307,7 +324,7 @@ impl<'a> Boot<'a> {
             ));
         }
         let debian = matches!(self.config, BootConfig::GrubDropIns { .. });
-        for (i, args) in entries.iter().enumerate() {
+        for (i, (name, args)) in entries.iter().enumerate() {
             let found = with_key(args, KEY);
             // Debian's recovery entries only take GRUB_CMDLINE_LINUX, not the drop-in.
             let may_lack = debian && i > 0 && found.is_empty();
@@ -315,8 +332,7 @@ impl<'a> Boot<'a> {
                 && !may_lack
             {
                 unmet.push(format!(
-                    "boot entry {} in {place} {problem}; expected exactly {token}{}",
-                    i + 1,
+                    "{name} in {place} {problem}; expected exactly {token}{}",
                     if found.len() > 1 {
                         ": another crashkernel= comes from the GRUB defaults or another drop-in; remove it (the kernel uses the last one)"
                     } else {
@@ -343,7 +359,7 @@ impl<'a> Boot<'a> {
             places.push(format!("{GRUB_DEFAULTS} ({CMDLINE_VAR})"));
         }
         let (entries, place) = self.entries()?;
-        let n = entries.iter().filter(|a| a.iter().any(|x| x == token)).count();
+        let n = entries.iter().filter(|(_, a)| a.iter().any(|x| x == token)).count();
         if n > 0 {
             places.push(format!("{n} boot entr{} in {place}", if n == 1 { "y" } else { "ies" }));
         }

@@ -147,7 +147,7 @@ fn check_against_node(ck: &CrashKernel, platform: &Platform, host: &Host) -> Res
 pub fn use_kdump(text: &str) -> Option<String> {
     text.lines()
         .filter_map(|l| l.trim().strip_prefix("USE_KDUMP="))
-        .last()
+        .next_back()
         .map(|v| {
             v.split('#')
                 .next()

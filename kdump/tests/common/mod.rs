@@ -118,7 +118,7 @@ esac"#;
 
 /// update-grub: sources the GRUB defaults and drop-ins as grub-mkconfig does, writes
 /// a normal and a recovery entry.
-const UPDATE_GRUB: &str = r#"R="$SKYHOOK_HOST_ROOT"
+pub const UPDATE_GRUB: &str = r#"R="$SKYHOOK_HOST_ROOT"
 GRUB_CMDLINE_LINUX=""; GRUB_CMDLINE_LINUX_DEFAULT=""
 [ -f "$R/etc/default/grub" ] && . "$R/etc/default/grub"
 for f in "$R"/etc/default/grub.d/*.cfg; do [ -f "$f" ] && . "$f"; done
