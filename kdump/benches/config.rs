@@ -46,7 +46,10 @@ fn main() {
     common::reboot(&node, common::UBUNTU, 512 << 20);
     println!("config, nothing to change:  {}", time_mode(&node, "config", 50));
     println!("config-check:               {}", time_mode(&node, "config-check", 50));
-    println!("post-interrupt-check:       {}", time_mode(&node, "post-interrupt-check", 50));
+    println!(
+        "post-interrupt-check:       {}",
+        time_mode(&node, "post-interrupt-check", 50)
+    );
 
     let n = 200_000;
     let start = Instant::now();
