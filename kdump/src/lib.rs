@@ -1,10 +1,32 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The kdump package: kernel crash dumps: installed, reserved, proven and removed cleanly.
+//! The kdump package: kernel crash dumps, installed, reserved, proven and removed cleanly.
 //!
-//! Skeleton: the modes are declared in config.json but not implemented yet; every
-//! mode answers "not implemented" with exit code 2.
+//! - apply: installs `kdump-tools` (Debian-like, its "enable kdump" debconf question
+//!   answered yes) or `kexec-tools` (RHEL-like) and enables the service.
+//! - config: puts the `crashkernel` value on the kernel command line and deploys
+//!   `kdump.conf` as the service configuration, keeping the originals.
+//! - post-interrupt-check: proves the running kernel reserved the memory and loaded a
+//!   crash kernel.
+//! - uninstall: puts every original back and removes what apply installed.
+//!
+//! One module per concern: [`crashkernel`] (the value's syntax), [`input`] (the
+//! configMap), [`platform`] (names per distribution), [`state`] (what was changed),
+//! [`boot`] (the boot configuration), [`service`] (the service configuration and
+//! the service), and one module per mode group: [`apply`], [`configure`],
+//! [`checks`], [`uninstall`].
 
-use skyhook_core::{Error, Mode, Outcome, Package, Result, Step};
+pub mod apply;
+pub mod boot;
+pub mod checks;
+pub mod configure;
+pub mod crashkernel;
+pub mod input;
+pub mod platform;
+pub mod service;
+pub mod state;
+pub mod uninstall;
+
+use skyhook_core::{Mode, Outcome, Package, Result, Step};
 
 /// The kdump package.
 pub struct Kdump;
@@ -23,6 +45,15 @@ impl Package for Kdump {
     ];
 
     fn run(&self, step: &Step) -> Result<Outcome> {
-        Err(Error::Mode(format!("mode {} is not implemented yet", step.mode())))
+        match step.mode() {
+            Mode::Apply => apply::apply(step),
+            Mode::ApplyCheck => apply::apply_check(step),
+            Mode::Config => configure::config(step),
+            Mode::ConfigCheck => checks::config_check(step),
+            Mode::PostInterruptCheck => checks::post_interrupt_check(step),
+            Mode::Uninstall => uninstall::uninstall(step),
+            Mode::UninstallCheck => uninstall::uninstall_check(step),
+            other => unreachable!("{other} is not in MODES; skyhook-core refuses it before running the package"),
+        }
     }
 }

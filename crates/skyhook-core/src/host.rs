@@ -181,6 +181,11 @@ impl Host {
         Ok(fs::read_link(self.path(path)?).ok())
     }
 
+    /// Whether `path` is a directory (following symlinks); `false` when missing.
+    pub fn is_dir(&self, path: impl AsRef<Path>) -> bool {
+        self.path(path).is_ok_and(|p| p.is_dir())
+    }
+
     /// The names in directory `path`, sorted; empty when it does not exist.
     pub fn list_dir(&self, path: impl AsRef<Path>) -> Result<Vec<String>, HostError> {
         let real = self.path(&path)?;
@@ -339,6 +344,16 @@ mod tests {
         );
         assert_eq!(h.mode("/etc/a/b/c.conf").unwrap(), Some(0o644));
         assert_eq!(h.list_dir("/etc/a/b").unwrap(), ["c.conf"], "no temporary file left");
+    }
+
+    #[test]
+    fn is_dir_tells_directories_from_files_and_missing_paths() {
+        let (_d, h) = scratch();
+        h.write("/etc/tuned/active_profile", b"balanced\n", 0o644).unwrap();
+        assert!(h.is_dir("/etc/tuned"));
+        assert!(!h.is_dir("/etc/tuned/active_profile"));
+        assert!(!h.is_dir("/etc/missing"));
+        assert!(!h.is_dir("relative"), "a bad path is not a directory");
     }
 
     #[test]

@@ -1,0 +1,67 @@
+// SPDX-License-Identifier: Apache-2.0
+//! apply and apply-check: the kdump package installed (non-interactively, waiting for
+//! package manager locks, retrying transient failures, skipped when installed) and
+//! the service enabled. The service is not required to run: it cannot load a crash
+//! kernel before a reboot has reserved the memory.
+
+use skyhook_core::pkgmgr::{PackageManager, Retry};
+use skyhook_core::{Checklist, Outcome, Result, Step};
+
+use crate::platform::{DEBCONF_SELECTIONS, Platform};
+use crate::state::{InstallRecord, State};
+
+/// apply: install and enable.
+pub fn apply(step: &Step) -> Result<Outcome> {
+    let platform = Platform::detect(step)?;
+    let pm = PackageManager::detect(&step.host, platform.family, Retry::from_env()?)?;
+    let (package, unit) = (platform.package(), platform.service());
+    let systemd = step.host.systemd();
+    let store = step.state();
+    let mut state: State = store.load()?;
+    let installed = pm.is_installed(package)?;
+    if state.install.is_none() {
+        // Recorded before installing, so a run killed after the install still knows
+        // the package was not there before.
+        state.install = Some(InstallRecord {
+            preinstalled: installed,
+            kexec_before: step.host.which("kexec").is_some(),
+            service_enabled_before: installed && systemd.is_enabled(unit)?,
+        });
+        state.store(&store)?;
+    }
+    if installed {
+        log::info!(
+            "{package} is already installed on {}: nothing to install",
+            platform.name()
+        );
+    } else {
+        pm.preseed(DEBCONF_SELECTIONS)?;
+        pm.install(&[package])?;
+    }
+    if systemd.is_enabled(unit)? {
+        log::info!("{unit} is enabled");
+    } else {
+        systemd.enable(unit)?;
+        log::info!("enabled {unit}; it loads a crash kernel once a reboot has reserved the memory");
+    }
+    Ok(Outcome::done())
+}
+
+/// apply-check: the package and `kexec` are installed, the service is enabled.
+pub fn apply_check(step: &Step) -> Result<Outcome> {
+    let platform = Platform::detect(step)?;
+    let pm = PackageManager::detect(&step.host, platform.family, Retry::default())?;
+    let (package, unit) = (platform.package(), platform.service());
+    let mut c = Checklist::new();
+    c.expect(pm.is_installed(package)?, || {
+        format!("{package} is not installed: see the apply step's log for the package manager's error")
+    });
+    c.expect(step.host.which("kexec").is_some(), || {
+        format!("kexec is not on this host (it comes with {package}): see the apply step's log")
+    });
+    c.expect(step.host.systemd().is_enabled(unit)?, || {
+        format!("the {unit} service is not enabled (`systemctl is-enabled {unit}`): run apply again, or `systemctl enable {unit}`")
+    });
+    c.finish()?;
+    Ok(Outcome::done())
+}

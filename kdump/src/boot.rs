@@ -1,0 +1,445 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The crashkernel value on the boot configuration: set, put back, checked.
+//!
+//! - Debian-like: the drop-in `/etc/default/grub.d/kdump-tools.cfg`, which kdump-tools
+//!   ships with its own `crashkernel=` default, becomes the package's (one line
+//!   appending `crashkernel=<value>` to `GRUB_CMDLINE_LINUX_DEFAULT`, so exactly one
+//!   `crashkernel=` remains there); its original is kept for uninstall; `update-grub`.
+//! - RHEL-like with grubby: `grubby --update-kernel=ALL --args=crashkernel=<value>`
+//!   (grubby replaces the entries' own `crashkernel=`); each entry's original value is
+//!   kept and put back on uninstall, on the entries that still carry ours.
+//! - RHEL-like without grubby: the `crashkernel=` of `GRUB_CMDLINE_LINUX` in
+//!   `/etc/default/grub` is replaced (or added), then `grub2-mkconfig` writes the
+//!   configuration the firmware boots (BIOS or EFI).
+//!
+//! Every change is recorded (with `pending`) before it is made, so a run killed half
+//! way finishes the job, regeneration included, when it runs again.
+
+use std::collections::BTreeMap;
+
+use skyhook_core::bootloader::{BootConfig, parse_drop_in, render_drop_in};
+use skyhook_core::kernel_args::{self, GRUB_DEFAULTS, grubby_entries, grubby_update, with_key};
+use skyhook_core::original::SavedFile;
+use skyhook_core::state::StateStore;
+use skyhook_core::{Error, Host, Result};
+
+use crate::crashkernel::CrashKernel;
+use crate::platform::DEBIAN_DROP_IN;
+use crate::state::{BootOriginal, BootRecord, State};
+
+/// Boot entries, each named for messages, with their kernel arguments.
+type NamedEntries = Vec<(String, Vec<String>)>;
+
+/// The key the package manages.
+pub const KEY: &str = "crashkernel";
+/// The GRUB defaults variable the RHEL-like path edits.
+const CMDLINE_VAR: &str = "GRUB_CMDLINE_LINUX";
+/// The first line of the drop-in the package writes: how it recognises its own file.
+pub const DROP_IN_MARKER: &str = "Written by the Skyhook kdump package";
+
+/// The boot configuration of one host, and the state store recording changes to it.
+pub struct Boot<'a> {
+    host: &'a Host,
+    config: BootConfig,
+    store: &'a StateStore<'a>,
+}
+
+impl<'a> Boot<'a> {
+    /// The boot configuration `config` of `host`, recording in `store`.
+    pub fn new(host: &'a Host, config: BootConfig, store: &'a StateStore<'a>) -> Self {
+        Boot { host, config, store }
+    }
+
+    /// The boot configuration.
+    pub fn config(&self) -> &BootConfig {
+        &self.config
+    }
+
+    fn drop_in_text(&self, token: &str) -> String {
+        let header = format!(
+            "{DROP_IN_MARKER}: the memory reserved for the crash kernel.\n\
+             kdump-tools ships this file with its own default reservation; that original is kept in\n\
+             {} and put back when the package is uninstalled.",
+            self.store.file().display()
+        );
+        render_drop_in(&header, &[token.to_string()])
+    }
+
+    fn ensure_tool(&self, original: &BootOriginal) -> Result<()> {
+        let matches = matches!(
+            (original, &self.config),
+            (BootOriginal::DropIn { .. }, BootConfig::GrubDropIns { .. })
+                | (BootOriginal::Grubby { .. }, BootConfig::Grubby)
+                | (BootOriginal::GrubDefault { .. }, BootConfig::GrubDefault { .. })
+        );
+        if matches {
+            Ok(())
+        } else {
+            Err(Error::action(format!(
+                "an earlier run set crashkernel= with another boot tool than this host now has ({:?}); \
+                 run uninstall to put the original back, then config again",
+                self.config
+            )))
+        }
+    }
+
+    /// Makes the boot configuration carry `ck` (recording in `state`); returns whether
+    /// anything changed. With the same value recorded and in place, nothing is written
+    /// and nothing runs.
+    pub fn set(&self, state: &mut State, ck: &CrashKernel) -> Result<bool> {
+        let token = ck.token();
+        let previous = state.boot.clone();
+        if let Some(rec) = &previous {
+            self.ensure_tool(&rec.original)?;
+        }
+        let same = |rec: &BootRecord| rec.crashkernel == ck.as_str() && !rec.pending;
+        let original = match &self.config {
+            BootConfig::GrubDropIns { .. } => {
+                let text = self.drop_in_text(&token);
+                if let Some(rec) = &previous
+                    && same(rec)
+                    && self.host.read_to_string(DEBIAN_DROP_IN)?.as_deref() == Some(text.as_str())
+                {
+                    return Ok(false);
+                }
+                let file = match previous.map(|r| r.original) {
+                    Some(BootOriginal::DropIn { file, .. }) => file,
+                    _ => SavedFile::capture(self.host, DEBIAN_DROP_IN)?,
+                };
+                BootOriginal::DropIn { file, written: text }
+            }
+            BootConfig::Grubby => {
+                if previous.as_ref().is_some_and(same) {
+                    return Ok(false);
+                }
+                let kernels = match previous.map(|r| r.original) {
+                    Some(BootOriginal::Grubby { kernels }) => kernels,
+                    _ => grubby_entries(self.host)?
+                        .into_iter()
+                        .map(|e| {
+                            let original = with_key(&e.args, KEY).last().map(|t| t.to_string());
+                            (e.kernel, original)
+                        })
+                        .collect(),
+                };
+                BootOriginal::Grubby { kernels }
+            }
+            BootConfig::GrubDefault { output } => {
+                let current = self.host.read_to_string(GRUB_DEFAULTS)?.unwrap_or_default();
+                let text = kernel_args::set_assignment_key(&current, CMDLINE_VAR, KEY, Some(&token));
+                if let Some(rec) = &previous
+                    && same(rec)
+                    && current == text
+                {
+                    return Ok(false);
+                }
+                let file = match previous.map(|r| r.original) {
+                    Some(BootOriginal::GrubDefault { file, .. }) => file,
+                    _ => SavedFile::capture(self.host, GRUB_DEFAULTS)?,
+                };
+                BootOriginal::GrubDefault {
+                    file,
+                    written: text,
+                    output: output.clone(),
+                }
+            }
+        };
+        state.boot = Some(BootRecord {
+            crashkernel: ck.as_str().to_string(),
+            pending: true,
+            original,
+        });
+        state.store(self.store)?;
+        log::info!("setting {token} on the boot configuration");
+        match &state.boot.as_ref().expect("just set").original {
+            BootOriginal::DropIn { file, written } => {
+                self.host
+                    .write(DEBIAN_DROP_IN, written.as_bytes(), file.mode.unwrap_or(0o644))?;
+                self.config.regenerate(self.host)?;
+            }
+            BootOriginal::Grubby { .. } => grubby_update(self.host, "ALL", &[token], &[])?,
+            BootOriginal::GrubDefault { file, written, .. } => {
+                self.host
+                    .write(GRUB_DEFAULTS, written.as_bytes(), file.mode.unwrap_or(0o644))?;
+                self.config.regenerate(self.host)?;
+            }
+        }
+        if let Some(rec) = &mut state.boot {
+            rec.pending = false;
+        }
+        state.store(self.store)?;
+        Ok(true)
+    }
+
+    /// Puts back what the boot configuration held before the package changed it
+    /// (only where it still holds the package's value), regenerates it unless
+    /// `regenerate` is false (the caller regenerates later), and forgets the record.
+    /// Returns whether anything changed (the boot files, or a regeneration owed).
+    pub fn restore(&self, state: &mut State, regenerate: bool) -> Result<bool> {
+        let Some(mut rec) = state.boot.clone() else {
+            return Ok(false);
+        };
+        self.ensure_tool(&rec.original)?;
+        let owed = rec.pending;
+        rec.pending = true;
+        state.boot = Some(rec.clone());
+        state.store(self.store)?;
+        let token = rec.token();
+        log::info!("removing {token} from the boot configuration");
+        let changed = match &rec.original {
+            BootOriginal::DropIn { file, written } => restore_file(self.host, DEBIAN_DROP_IN, file, written, |_| None)?,
+            BootOriginal::GrubDefault { file, written, .. } => {
+                let original_token = file
+                    .content()?
+                    .map(|c| String::from_utf8_lossy(&c).into_owned())
+                    .and_then(|t| kernel_args::assignment_args(&t, CMDLINE_VAR))
+                    .and_then(|a| with_key(&a, KEY).last().map(|t| t.to_string()));
+                restore_file(self.host, GRUB_DEFAULTS, file, written, |current| {
+                    let args = kernel_args::assignment_args(current, CMDLINE_VAR)?;
+                    with_key(&args, KEY)
+                        .contains(&token.as_str())
+                        .then(|| kernel_args::set_assignment_key(current, CMDLINE_VAR, KEY, original_token.as_deref()))
+                })?
+            }
+            BootOriginal::Grubby { kernels } => self.restore_grubby(&token, kernels)?,
+        };
+        if regenerate && (changed || owed) {
+            self.config.regenerate(self.host)?;
+        }
+        state.boot = None;
+        state.store(self.store)?;
+        Ok(changed || owed)
+    }
+
+    fn restore_grubby(&self, token: &str, kernels: &BTreeMap<String, Option<String>>) -> Result<bool> {
+        let entries = grubby_entries(self.host)?;
+        let fallback = most_common(kernels.values());
+        let targets: Vec<(String, Option<String>)> = entries
+            .iter()
+            .filter(|e| with_key(&e.args, KEY).contains(&token))
+            .map(|e| {
+                let original = kernels.get(&e.kernel).cloned().unwrap_or_else(|| fallback.clone());
+                (e.kernel.clone(), original)
+            })
+            .collect();
+        if targets.is_empty() {
+            log::info!("no boot entry carries {token} any more");
+            return Ok(false);
+        }
+        let one_original = targets.iter().all(|(_, o)| *o == targets[0].1);
+        let calls: Vec<(String, Option<String>)> = if targets.len() == entries.len() && one_original {
+            vec![("ALL".to_string(), targets[0].1.clone())]
+        } else {
+            targets
+        };
+        for (kernel, original) in calls {
+            match original {
+                Some(orig) => grubby_update(self.host, &kernel, &[orig], &[])?,
+                None => grubby_update(self.host, &kernel, &[], &[token.to_string()])?,
+            }
+        }
+        Ok(true)
+    }
+
+    /// Removes `token` where the bash package put it (it kept no state): from
+    /// `GRUB_CMDLINE_LINUX` in `/etc/default/grub` when it is the only `crashkernel=`
+    /// there, and from the grubby entries carrying it. The caller regenerates.
+    /// Returns whether anything changed.
+    pub fn remove_legacy(&self, token: &str) -> Result<bool> {
+        let mut changed = false;
+        if let Some(text) = self.host.read_to_string(GRUB_DEFAULTS)?
+            && kernel_args::assignment_args(&text, CMDLINE_VAR).is_some_and(|a| with_key(&a, KEY) == [token])
+        {
+            log::info!("removing {token} (set by the bash package) from {GRUB_DEFAULTS}");
+            let new = kernel_args::set_assignment_key(&text, CMDLINE_VAR, KEY, None);
+            let mode = self.host.mode(GRUB_DEFAULTS)?.unwrap_or(0o644);
+            changed |= self.host.write(GRUB_DEFAULTS, new.as_bytes(), mode)?;
+        }
+        if matches!(self.config, BootConfig::Grubby) {
+            changed |= self.restore_grubby(token, &BTreeMap::new())?;
+        }
+        Ok(changed)
+    }
+
+    /// Regenerates the boot configuration (update-grub, grub2-mkconfig; nothing with grubby).
+    pub fn regenerate(&self) -> Result<()> {
+        self.config.regenerate(self.host)
+    }
+
+    /// Every boot entry (named for messages) with its kernel arguments, and where
+    /// they were read.
+    fn entries(&self) -> Result<(NamedEntries, String)> {
+        Ok(match &self.config {
+            BootConfig::Grubby => (
+                grubby_entries(self.host)?
+                    .into_iter()
+                    .map(|e| (format!("boot entry of {}", e.kernel), e.args))
+                    .collect(),
+                "`grubby --info=ALL`".to_string(),
+            ),
+            BootConfig::GrubDropIns { output } | BootConfig::GrubDefault { output } => (
+                self.config
+                    .entries(self.host)?
+                    .into_iter()
+                    .enumerate()
+                    .map(|(i, args)| (format!("boot entry {}", i + 1), args))
+                    .collect(),
+                output.display().to_string(),
+            ),
+        })
+    }
+
+    /// What does not hold exactly `token` (`crashkernel=<value>`), as unmet
+    /// expectations: the file the package writes, and the boot entries (on
+    /// Debian-like hosts the first entry must carry it and no entry another value;
+    /// elsewhere every entry must carry it, exactly once).
+    pub fn check(&self, token: &str) -> Result<Vec<String>> {
+        let mut unmet = Vec::new();
+        match &self.config {
+            BootConfig::GrubDropIns { .. } => {
+                let text = self.host.read_to_string(DEBIAN_DROP_IN)?;
+                let args = text.as_deref().map(parse_drop_in).unwrap_or_default();
+                if let Some(problem) = exactly(&args, token) {
+                    unmet.push(format!(
+                        "{DEBIAN_DROP_IN} {}: it must append exactly {token} to GRUB_CMDLINE_LINUX_DEFAULT; run config again",
+                        if text.is_none() { "does not exist".to_string() } else { problem }
+                    ));
+                }
+            }
+            BootConfig::GrubDefault { .. } => {
+                let text = self.host.read_to_string(GRUB_DEFAULTS)?.unwrap_or_default();
+                let args = kernel_args::assignment_args(&text, CMDLINE_VAR).unwrap_or_default();
+                if let Some(problem) = exactly(&args, token) {
+                    unmet.push(format!(
+                        "{GRUB_DEFAULTS}: {CMDLINE_VAR} {problem}; expected exactly {token}; run config again"
+                    ));
+                }
+            }
+            BootConfig::Grubby => {}
+        }
+        let (entries, place) = self.entries()?;
+        if entries.is_empty() {
+            unmet.push(format!(
+                "{place} has no boot entries: regenerate the boot configuration (run config again)"
+            ));
+        }
+        let debian = matches!(self.config, BootConfig::GrubDropIns { .. });
+        for (i, (name, args)) in entries.iter().enumerate() {
+            let found = with_key(args, KEY);
+            // Debian's recovery entries only take GRUB_CMDLINE_LINUX, not the drop-in.
+            let may_lack = debian && i > 0 && found.is_empty();
+            if let Some(problem) = exactly(args, token)
+                && !may_lack
+            {
+                unmet.push(format!(
+                    "{name} in {place} {problem}; expected exactly {token}{}",
+                    if found.len() > 1 {
+                        ": another crashkernel= comes from the GRUB defaults or another drop-in; remove it (the kernel uses the last one)"
+                    } else {
+                        ""
+                    }
+                ));
+            }
+        }
+        Ok(unmet)
+    }
+
+    /// Where `token` is still on the boot configuration (files and entries).
+    pub fn carrying(&self, token: &str) -> Result<Vec<String>> {
+        let mut places = Vec::new();
+        let drop_in = self.host.read_to_string(DEBIAN_DROP_IN)?;
+        if let Some(text) = &drop_in
+            && drop_in_args_any(text).iter().any(|a| a == token)
+        {
+            places.push(DEBIAN_DROP_IN.to_string());
+        }
+        if let Some(text) = self.host.read_to_string(GRUB_DEFAULTS)?
+            && kernel_args::assignment_args(&text, CMDLINE_VAR).is_some_and(|a| a.iter().any(|x| x == token))
+        {
+            places.push(format!("{GRUB_DEFAULTS} ({CMDLINE_VAR})"));
+        }
+        let (entries, place) = self.entries()?;
+        let n = entries.iter().filter(|(_, a)| a.iter().any(|x| x == token)).count();
+        if n > 0 {
+            places.push(format!("{n} boot entr{} in {place}", if n == 1 { "y" } else { "ies" }));
+        }
+        Ok(places)
+    }
+}
+
+/// The arguments of any `GRUB_CMDLINE_LINUX_DEFAULT=` assignment (the drop-in as the
+/// bash package or kdump-tools wrote it: `"$GRUB_CMDLINE_LINUX_DEFAULT crashkernel=…"`).
+fn drop_in_args_any(text: &str) -> Vec<String> {
+    kernel_args::assignment_args(text, "GRUB_CMDLINE_LINUX_DEFAULT").unwrap_or_default()
+}
+
+/// Why `args` do not hold exactly one `crashkernel=` equal to `token`, if they do not.
+fn exactly(args: &[String], token: &str) -> Option<String> {
+    match with_key(args, KEY).as_slice() {
+        [only] if *only == token => None,
+        [] => Some("has no crashkernel=".to_string()),
+        found => Some(format!("has {}", found.join(" "))),
+    }
+}
+
+/// Puts a file back from `saved` when it still holds what the package `written`;
+/// when someone changed it since, applies `edit` to its current text instead (`None`:
+/// leave it). Returns whether the file changed.
+fn restore_file(
+    host: &Host,
+    path: &str,
+    saved: &SavedFile,
+    written: &str,
+    edit: impl Fn(&str) -> Option<String>,
+) -> Result<bool> {
+    let current = host.read_to_string(path)?;
+    if current.as_deref() == Some(written) {
+        return saved.restore(host);
+    }
+    if saved.is_current(host)? {
+        return Ok(false);
+    }
+    let Some(current) = current else {
+        log::warn!("{path} is gone; nothing to put back");
+        return Ok(false);
+    };
+    match edit(&current) {
+        Some(text) => Ok(host.write(path, text.as_bytes(), host.mode(path)?.unwrap_or(0o644))?),
+        None => {
+            log::warn!(
+                "{path} was changed since the package wrote it and no longer holds the package's value; left as it is"
+            );
+            Ok(false)
+        }
+    }
+}
+
+fn most_common<'v>(values: impl Iterator<Item = &'v Option<String>>) -> Option<String> {
+    let mut counts: BTreeMap<&Option<String>, usize> = BTreeMap::new();
+    for v in values {
+        *counts.entry(v).or_default() += 1;
+    }
+    counts.into_iter().max_by_key(|(_, n)| *n).and_then(|(v, _)| v.clone())
+}
+
+/// The `crashkernel=` arguments the boot configuration held before the package
+/// changed it (they may stay after uninstall: they are the distribution's).
+pub fn original_tokens(original: &BootOriginal) -> Result<Vec<String>> {
+    let text_of = |file: &SavedFile| -> Result<String> {
+        Ok(file
+            .content()?
+            .map(|c| String::from_utf8_lossy(&c).into_owned())
+            .unwrap_or_default())
+    };
+    let mut tokens: Vec<String> = match original {
+        BootOriginal::DropIn { file, .. } => drop_in_args_any(&text_of(file)?),
+        BootOriginal::GrubDefault { file, .. } => {
+            kernel_args::assignment_args(&text_of(file)?, CMDLINE_VAR).unwrap_or_default()
+        }
+        BootOriginal::Grubby { kernels } => kernels.values().flatten().cloned().collect(),
+    };
+    tokens.retain(|t| kernel_args::key_of(t) == KEY);
+    tokens.sort();
+    tokens.dedup();
+    Ok(tokens)
+}

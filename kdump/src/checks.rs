@@ -1,0 +1,254 @@
+// SPDX-License-Identifier: Apache-2.0
+//! config-check and post-interrupt-check. They verify, they never repair, and list
+//! every unmet expectation with what to look at.
+
+use skyhook_core::bootloader::{BootConfig, running_cmdline};
+use skyhook_core::distro::Family;
+use skyhook_core::kernel_args::with_key;
+use skyhook_core::state::StateStore;
+use skyhook_core::{Checklist, Host, Outcome, Result, Step};
+
+use crate::boot::{Boot, KEY};
+use crate::crashkernel::{CrashKernel, human};
+use crate::input::{Input, use_kdump};
+use crate::platform::Platform;
+use crate::service::first_difference;
+use crate::state::State;
+
+/// The size of the memory reserved for a crash kernel, in bytes.
+pub const KEXEC_CRASH_SIZE: &str = "/sys/kernel/kexec_crash_size";
+/// `1` when a crash kernel is loaded.
+pub const KEXEC_CRASH_LOADED: &str = "/sys/kernel/kexec_crash_loaded";
+
+/// config-check: the boot configuration holds exactly our `crashkernel=`, the service
+/// configuration is the configMap's, the service is enabled.
+pub fn config_check(step: &Step) -> Result<Outcome> {
+    let platform = Platform::detect(step)?;
+    let input = Input::parse(&step.configmaps)?;
+    let store = step.state();
+    let state: State = store.load()?;
+    let mut c = Checklist::new();
+    check_boot(
+        &step.host,
+        &platform,
+        &store,
+        &state,
+        input.crashkernel.as_ref(),
+        &mut c,
+    )?;
+    let path = platform.kdump_conf();
+    match (&input.kdump_conf, &state.kdump_conf) {
+        (Some(expected), _) => match step.host.read_to_string(path)? {
+            None => c.fail(format!("{path} does not exist; run config again")),
+            Some(found) => {
+                c.expect(found == *expected, || {
+                    format!(
+                        "{path} is not the configMap's kdump.conf ({}); run config again",
+                        first_difference(expected, &found)
+                    )
+                });
+            }
+        },
+        (None, Some(_)) => c.fail(format!(
+            "the configMap has no kdump.conf key, but the package's {path} is still recorded as deployed; run config again"
+        )),
+        (None, None) => {}
+    }
+    let unit = platform.service();
+    c.expect(step.host.systemd().is_enabled(unit)?, || {
+        format!("the {unit} service is not enabled: run apply again, or `systemctl enable {unit}`")
+    });
+    c.finish()?;
+    Ok(Outcome::done())
+}
+
+fn check_boot(
+    host: &Host,
+    platform: &Platform,
+    store: &StateStore,
+    state: &State,
+    crashkernel: Option<&CrashKernel>,
+    c: &mut Checklist,
+) -> Result<()> {
+    match (crashkernel, &state.boot) {
+        (Some(ck), _) => {
+            let boot = Boot::new(host, BootConfig::detect(host, platform.family)?, store);
+            let unmet = boot.check(&ck.token())?;
+            if unmet.is_empty() {
+                c.expect(true, String::new);
+            }
+            unmet.into_iter().for_each(|u| c.fail(u));
+        }
+        (None, Some(rec)) => c.fail(format!(
+            "the configMap has no crashkernel key, but {} set by an earlier config is still recorded; run config again",
+            rec.token()
+        )),
+        (None, None) => log::info!("no crashkernel key: the boot configuration is the distribution's, not checked"),
+    }
+    Ok(())
+}
+
+/// post-interrupt-check: the running kernel was booted with our value, reserved the
+/// memory, has a crash kernel loaded, and the service is active.
+pub fn post_interrupt_check(step: &Step) -> Result<Outcome> {
+    let platform = Platform::detect(step)?;
+    let input = Input::parse(&step.configmaps)?;
+    let host = &step.host;
+    let mut c = Checklist::new();
+
+    let cmdline = running_cmdline(host)?;
+    let found = with_key(&cmdline, KEY);
+    let booted_with_ours = match &input.crashkernel {
+        Some(ck) => {
+            let token = ck.token();
+            let ok = found.last() == Some(&token.as_str());
+            c.expect(ok, || {
+                let what = if found.contains(&token.as_str()) {
+                    format!(
+                        "has {token}, but a later {} overrides it (the kernel uses the last one); remove the other \
+                         crashkernel= from the boot configuration",
+                        found.last().unwrap_or(&"")
+                    )
+                } else if found.is_empty() {
+                    "has no crashkernel=".to_string()
+                } else {
+                    format!("has {} instead", found.join(" "))
+                };
+                format!(
+                    "the running kernel was not booted with {token}: /proc/cmdline {what}. Has the node rebooted since \
+                     config? Check that the default boot entry carries it ({}) and that the node boots that entry",
+                    match platform.family {
+                        Family::Debian => "/boot/grub/grub.cfg",
+                        Family::Rhel => "`grubby --info=DEFAULT`",
+                    }
+                )
+            });
+            ok
+        }
+        None => {
+            c.expect(!found.is_empty(), || {
+                "the running kernel was booted without crashkernel= (/proc/cmdline) and the configMap has no \
+                 crashkernel key: nothing asks the kernel to reserve memory for a crash kernel; set the crashkernel key"
+                    .to_string()
+            });
+            !found.is_empty()
+        }
+    };
+
+    let size = read_number(host, KEXEC_CRASH_SIZE)?;
+    match size {
+        None => c.fail(format!(
+            "{KEXEC_CRASH_SIZE} does not exist: this kernel was built without crash dump support \
+             (CONFIG_KEXEC_CORE / CONFIG_CRASH_DUMP), or /sys is not mounted"
+        )),
+        Some(0) => c.fail(reservation_failed(host, input.crashkernel.as_ref(), booted_with_ours)),
+        Some(n) => log::info!("{} reserved for the crash kernel", human(n)),
+    }
+
+    let loaded = host.read_to_string(KEXEC_CRASH_LOADED)?.map(|s| s.trim().to_string());
+    c.expect(loaded.as_deref() == Some("1"), || {
+        not_loaded(host, &platform, loaded.as_deref(), size == Some(0))
+    });
+
+    let unit = platform.service();
+    match host.systemd().is_active(unit)? {
+        Some(active) => {
+            c.expect(active, || {
+                format!("the {unit} service is not active: see {}", platform.status_hint())
+            });
+        }
+        None => c.skip(format!("whether {unit} is active: systemd is not running on this host")),
+    }
+    c.finish()?;
+    Ok(Outcome::done())
+}
+
+/// Why no memory is reserved, as precisely as the node tells.
+fn reservation_failed(host: &Host, ck: Option<&CrashKernel>, booted_with_ours: bool) -> String {
+    let mut text = format!("no memory is reserved for a crash kernel ({KEXEC_CRASH_SIZE} is 0): ");
+    if !booted_with_ours {
+        text.push_str("the running kernel was not booted with the crashkernel value (see above)");
+        return text;
+    }
+    let total = host.total_memory().ok();
+    match (ck, total) {
+        (Some(ck), Some(total)) if ck.reservation(total) == Some(0) => text.push_str(&format!(
+            "no range of crashkernel={ck} covers this node's memory ({}); add a range for it",
+            human(total)
+        )),
+        (Some(ck), _) if matches!(ck.form(), crate::crashkernel::Form::Auto) => text.push_str(
+            "this kernel does not understand crashkernel=auto (only RHEL 8 and older do); give a size or a range list",
+        ),
+        _ => text.push_str(
+            "the kernel could not reserve it: too little free memory in the range it must come from \
+             (below 4 GiB unless ,high is given), the @offset region is in use, or the size is too large for \
+             this node; see `dmesg | grep -i crashkernel`",
+        ),
+    }
+    text
+}
+
+/// Why no crash kernel is loaded, with the likely causes this node shows.
+fn not_loaded(host: &Host, platform: &Platform, loaded: Option<&str>, nothing_reserved: bool) -> String {
+    let mut text = match loaded {
+        None => format!("{KEXEC_CRASH_LOADED} does not exist: this kernel has no crash dump support"),
+        Some(v) => format!(
+            "no crash kernel is loaded ({KEXEC_CRASH_LOADED} is {v:?}): the {} service did not load one; see {}",
+            platform.service(),
+            platform.status_hint()
+        ),
+    };
+    if nothing_reserved {
+        text.push_str("; nothing can be loaded while no memory is reserved");
+    }
+    if secure_boot(host) {
+        text.push_str(
+            "; Secure Boot is enabled: the kernel only accepts a signed crash kernel loaded with kexec_file_load \
+             (kexec -s), so check the crash kernel's signature and the kexec arguments",
+        );
+    }
+    if let Some(mode) = lockdown(host) {
+        text.push_str(&format!(
+            "; kernel lockdown is {mode:?}, which refuses unsigned kexec images"
+        ));
+    }
+    if platform.family == Family::Debian {
+        let conf = host
+            .read_to_string(platform.kdump_conf())
+            .ok()
+            .flatten()
+            .unwrap_or_default();
+        if use_kdump(&conf).as_deref() != Some("1") {
+            text.push_str(&format!(
+                "; USE_KDUMP is not 1 in {}, so kdump-tools does not load a crash kernel",
+                platform.kdump_conf()
+            ));
+        }
+    }
+    text
+}
+
+/// Whether the firmware reports Secure Boot enabled (the `SecureBoot-…` EFI variable's value is 1).
+fn secure_boot(host: &Host) -> bool {
+    const VARS: &str = "/sys/firmware/efi/efivars";
+    host.list_dir(VARS)
+        .unwrap_or_default()
+        .iter()
+        .find(|n| n.starts_with("SecureBoot-"))
+        .and_then(|n| host.read(format!("{VARS}/{n}")).ok().flatten())
+        .is_some_and(|bytes| bytes.last() == Some(&1))
+}
+
+/// The kernel lockdown mode, when one is in force (`integrity`, `confidentiality`).
+fn lockdown(host: &Host) -> Option<String> {
+    let text = host.read_to_string("/sys/kernel/security/lockdown").ok()??;
+    let start = text.find('[')? + 1;
+    let end = start + text[start..].find(']')?;
+    let mode = &text[start..end];
+    (mode != "none").then(|| mode.to_string())
+}
+
+/// A number in a sysfs file; `None` when the file does not exist.
+fn read_number(host: &Host, path: &str) -> Result<Option<u64>> {
+    Ok(host.read_to_string(path)?.map(|t| t.trim().parse::<u64>().unwrap_or(0)))
+}

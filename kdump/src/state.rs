@@ -1,0 +1,117 @@
+// SPDX-License-Identifier: Apache-2.0
+//! What the package did to the node, kept in
+//! `/var/lib/skyhook-packages/kdump/<name>/state.json` (outside the copy dir, which
+//! changes with every generation): what was installed before apply, the crashkernel
+//! value it put on the boot configuration with the original it replaced, and the
+//! service configuration it deployed with the original file.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use skyhook_core::Result;
+use skyhook_core::original::SavedFile;
+use skyhook_core::state::StateStore;
+
+/// Everything recorded for one SCR package on one node.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct State {
+    /// What apply found before installing anything.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub install: Option<InstallRecord>,
+    /// The crashkernel value on the boot configuration and what it replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot: Option<BootRecord>,
+    /// The deployed service configuration and the file it replaced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kdump_conf: Option<ConfRecord>,
+}
+
+/// The node as apply found it, before installing anything.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct InstallRecord {
+    /// The kdump package was already installed: uninstall leaves it installed.
+    pub preinstalled: bool,
+    /// `kexec` was already present.
+    pub kexec_before: bool,
+    /// The service was already enabled: uninstall leaves it enabled when the package stays.
+    pub service_enabled_before: bool,
+}
+
+/// Our crashkernel value on the boot configuration.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BootRecord {
+    /// The value (`256M`), without `crashkernel=`.
+    pub crashkernel: String,
+    /// The boot files were changed but the boot configuration may not have been
+    /// regenerated yet (a run was interrupted): the next run regenerates it.
+    #[serde(default)]
+    pub pending: bool,
+    /// What the boot configuration held before the package changed it.
+    pub original: BootOriginal,
+}
+
+impl BootRecord {
+    /// Our kernel argument: `crashkernel=<value>`.
+    pub fn token(&self) -> String {
+        format!("crashkernel={}", self.crashkernel)
+    }
+}
+
+/// The boot configuration before the package changed it, per tool.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "tool", rename_all = "snake_case")]
+pub enum BootOriginal {
+    /// Debian-like: the drop-in `/etc/default/grub.d/kdump-tools.cfg` as it was
+    /// (kdump-tools' own, with its default), and the text the package wrote there.
+    DropIn {
+        /// The drop-in before the package wrote it.
+        file: SavedFile,
+        /// What the package wrote.
+        written: String,
+    },
+    /// grubby: each boot entry's `crashkernel=` argument before (`None`: it had none).
+    Grubby {
+        /// Kernel path → its original `crashkernel=…` argument.
+        kernels: BTreeMap<String, Option<String>>,
+    },
+    /// `/etc/default/grub` (RHEL-like without grubby) as it was, what the package wrote
+    /// there, and the configuration grub2-mkconfig writes.
+    GrubDefault {
+        /// `/etc/default/grub` before the package changed it.
+        file: SavedFile,
+        /// What the package wrote.
+        written: String,
+        /// The generated configuration the firmware boots.
+        output: PathBuf,
+    },
+}
+
+/// The deployed `kdump.conf` and the file it replaced.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfRecord {
+    /// The service configuration before the package deployed its own.
+    pub original: SavedFile,
+    /// What the package deployed.
+    pub deployed: String,
+}
+
+impl State {
+    /// Whether nothing is recorded.
+    pub fn is_empty(&self) -> bool {
+        self.install.is_none() && self.boot.is_none() && self.kdump_conf.is_none()
+    }
+
+    /// Records the state: saved when something is recorded, the file (and its
+    /// directories) removed when nothing is. Unchanged state writes nothing.
+    pub fn store(&self, store: &StateStore) -> Result<()> {
+        if self.is_empty() {
+            if store.exists() {
+                store.clear()?;
+            }
+        } else {
+            store.save(self)?;
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,285 @@
+// SPDX-License-Identifier: Apache-2.0
+//! uninstall and uninstall-check.
+//!
+//! uninstall: the service stopped and disabled, the original service configuration
+//! and boot configuration put back (only our `crashkernel=` is removed), the package
+//! removed when apply installed it, the boot configuration regenerated, the state
+//! forgotten. A package that was installed before apply stays, with its service as it
+//! was. Memory stays reserved until the next reboot.
+//!
+//! uninstall leaves a receipt of what it undid in the copy dir (the one directory the
+//! following uninstall-check shares with it, and which belongs to this generation of
+//! the package only), so that uninstall-check can tell our settings from the
+//! distribution's after the state is gone.
+
+use std::path::PathBuf;
+
+use serde::{Deserialize, Serialize};
+use skyhook_core::bootloader::BootConfig;
+use skyhook_core::kernel_args::with_key;
+use skyhook_core::pkgmgr::{PackageManager, Retry};
+use skyhook_core::{Checklist, Error, HostError, Outcome, Result, Step};
+
+use crate::boot::{self, Boot, DROP_IN_MARKER, KEY};
+use crate::checks::KEXEC_CRASH_SIZE;
+use crate::crashkernel::human;
+use crate::input::Input;
+use crate::platform::{DEBIAN_DROP_IN, Platform};
+use crate::service;
+use crate::state::State;
+
+/// The receipt's file name in the copy dir.
+pub const RECEIPT: &str = "kdump-uninstall-receipt.json";
+
+/// What uninstall undid, for uninstall-check.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Receipt {
+    /// Our `crashkernel=…` argument, removed from the boot configuration.
+    pub crashkernel: Option<String>,
+    /// The `crashkernel=` arguments the boot configuration had before (they may stay).
+    pub original_crashkernel: Vec<String>,
+    /// The service configuration file we had deployed, and what we deployed.
+    pub kdump_conf: Option<ConfReceipt>,
+    /// The kdump package.
+    pub package: String,
+    /// Whether uninstall removed it (otherwise it was installed before apply, or absent).
+    pub removed: bool,
+    /// Whether `kexec` was present before apply (`None`: unknown, no apply record).
+    pub kexec_before: Option<bool>,
+    /// Whether the service was enabled before apply (`None`: unknown).
+    pub service_enabled_before: Option<bool>,
+}
+
+/// The service configuration uninstall put back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct ConfReceipt {
+    /// The file.
+    pub path: String,
+    /// What the package had deployed there.
+    pub deployed: String,
+    /// Whether that was also the original content (then it may stay).
+    pub deployed_was_original: bool,
+}
+
+impl Receipt {
+    fn path(step: &Step) -> PathBuf {
+        step.ctx.skyhook_dir.join(RECEIPT)
+    }
+
+    /// The receipt left by uninstall, if any.
+    pub fn load(step: &Step) -> Result<Option<Self>> {
+        let path = Self::path(step);
+        match std::fs::read(&path) {
+            Ok(raw) => serde_json::from_slice(&raw)
+                .map(Some)
+                .map_err(|e| Error::action(format!("the uninstall receipt {} is unreadable: {e}", path.display()))),
+            Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
+            Err(e) => Err(HostError::io("read", path, e).into()),
+        }
+    }
+
+    fn save(&self, step: &Step) -> Result<()> {
+        let path = Self::path(step);
+        let mut json = serde_json::to_vec_pretty(self).map_err(|e| Error::action(format!("cannot encode: {e}")))?;
+        json.push(b'\n');
+        skyhook_core::host::write_atomic(&path, &json, 0o644).map_err(|e| HostError::io("write", &path, e))?;
+        Ok(())
+    }
+}
+
+/// uninstall.
+pub fn uninstall(step: &Step) -> Result<Outcome> {
+    let platform = Platform::detect(step)?;
+    let host = &step.host;
+    let pm = PackageManager::detect(host, platform.family, Retry::from_env()?)?;
+    let (package, unit) = (platform.package(), platform.service());
+    let store = step.state();
+    let mut state: State = store.load()?;
+    // A node that ran the bash package has no state: its value is the configMap's.
+    let legacy = match &state.boot {
+        None => Input::parse(&step.configmaps).ok().and_then(|i| i.crashkernel),
+        Some(_) => None,
+    };
+    let installed = pm.is_installed(package)?;
+    let install = state.install.clone();
+    let preinstalled = install.as_ref().is_some_and(|i| i.preinstalled);
+    let remove = installed && !preinstalled;
+    let keep_enabled = preinstalled && install.as_ref().is_some_and(|i| i.service_enabled_before);
+    let boot = match BootConfig::detect(host, platform.family) {
+        Ok(config) => Some(Boot::new(host, config, &store)),
+        Err(e) if state.boot.is_some() => return Err(e),
+        Err(_) => None,
+    };
+    let mut receipt = Receipt {
+        package: package.to_string(),
+        removed: remove,
+        kexec_before: install.as_ref().map(|i| i.kexec_before),
+        service_enabled_before: install.as_ref().map(|i| i.service_enabled_before),
+        ..Receipt::default()
+    };
+
+    let systemd = host.systemd();
+    if installed && !keep_enabled {
+        if systemd.is_active(unit)? == Some(true) {
+            systemd.stop(unit)?;
+            log::info!("stopped {unit}");
+        }
+        if systemd.is_enabled(unit)? {
+            systemd.disable(unit)?;
+            log::info!("disabled {unit}");
+        }
+    }
+
+    if let Some(rec) = &state.kdump_conf {
+        receipt.kdump_conf = Some(ConfReceipt {
+            path: platform.kdump_conf().to_string(),
+            deployed: rec.deployed.clone(),
+            deployed_was_original: rec.original.content()?.as_deref() == Some(rec.deployed.as_bytes()),
+        });
+    }
+    if service::deploy(host, &platform, &mut state, &store, None)? && keep_enabled {
+        service::restart_if_running(host, &platform)?;
+    }
+
+    let mut boot_changed = false;
+    if let Some(boot) = &boot {
+        if let Some(rec) = &state.boot {
+            receipt.crashkernel = Some(rec.token());
+            receipt.original_crashkernel = boot::original_tokens(&rec.original)?;
+            boot_changed = boot.restore(&mut state, false)?;
+        } else if let Some(ck) = &legacy {
+            receipt.crashkernel = Some(ck.token());
+            boot_changed = boot.remove_legacy(&ck.token())?;
+        }
+    }
+
+    let drop_in_before = host.exists(DEBIAN_DROP_IN);
+    if remove {
+        pm.remove(&[package])?;
+    } else if installed {
+        log::info!("{package} was installed before this package's apply: left installed, {unit} left as it was");
+    }
+    let drop_in_gone = drop_in_before && !host.exists(DEBIAN_DROP_IN);
+    if let Some(boot) = &boot
+        && (boot_changed || drop_in_gone)
+    {
+        boot.regenerate()?;
+    }
+
+    receipt.save(step)?;
+    state.install = None;
+    state.store(&store)?;
+    report_reserved(step)?;
+    Ok(Outcome::done())
+}
+
+/// uninstall-check: none of our settings remain.
+pub fn uninstall_check(step: &Step) -> Result<Outcome> {
+    let platform = Platform::detect(step)?;
+    let host = &step.host;
+    let store = step.state();
+    let receipt = Receipt::load(step)?;
+    let mut c = Checklist::new();
+    c.expect(!store.exists(), || {
+        format!(
+            "{} still exists: uninstall did not finish putting the originals back; run uninstall again",
+            store.file().display()
+        )
+    });
+    if let Some(text) = host.read_to_string(DEBIAN_DROP_IN)? {
+        c.expect(!text.contains(DROP_IN_MARKER), || {
+            format!("{DEBIAN_DROP_IN} is still the package's; run uninstall again")
+        });
+    }
+    let token = receipt.as_ref().and_then(|r| r.crashkernel.clone()).or_else(|| {
+        Input::parse(&step.configmaps)
+            .ok()
+            .and_then(|i| i.crashkernel)
+            .map(|ck| ck.token())
+    });
+    let originals = receipt
+        .as_ref()
+        .map(|r| r.original_crashkernel.clone())
+        .unwrap_or_default();
+    if let Some(token) = token.filter(|t| !originals.contains(t)) {
+        match BootConfig::detect(host, platform.family) {
+            Ok(config) => {
+                let places = Boot::new(host, config, &store).carrying(&token)?;
+                c.expect(places.is_empty(), || {
+                    format!(
+                        "{token} is still on the boot configuration: {}; run uninstall again",
+                        places.join(", ")
+                    )
+                });
+            }
+            Err(_) => c.skip(format!(
+                "whether {token} is on the boot configuration: this host has no GRUB"
+            )),
+        }
+    }
+    let Some(receipt) = receipt else {
+        c.skip(format!(
+            "the package and the service: uninstall left no receipt in {} (did uninstall run?)",
+            step.ctx.skyhook_dir.display()
+        ));
+        c.finish()?;
+        return Ok(Outcome::done());
+    };
+    if let Some(conf) = receipt.kdump_conf.as_ref().filter(|c| !c.deployed_was_original) {
+        let current = host.read_to_string(&conf.path)?;
+        c.expect(current.as_deref() != Some(conf.deployed.as_str()), || {
+            format!(
+                "{} still holds the configMap's kdump.conf; run uninstall again",
+                conf.path
+            )
+        });
+    }
+    let pm = PackageManager::detect(host, platform.family, Retry::default())?;
+    let unit = platform.service();
+    let systemd = host.systemd();
+    if receipt.removed {
+        c.expect(!pm.is_installed(&receipt.package)?, || {
+            format!("{} is still installed; see the uninstall step's log", receipt.package)
+        });
+        if receipt.kexec_before != Some(true) {
+            c.expect(host.which("kexec").is_none(), || {
+                format!("kexec is still on this host, although {} was removed", receipt.package)
+            });
+        }
+        c.expect(systemd.is_active(unit)? != Some(true), || {
+            format!("{unit} is still running")
+        });
+        c.expect(!systemd.is_enabled(unit)?, || format!("{unit} is still enabled"));
+    } else if receipt.service_enabled_before == Some(false) {
+        c.expect(!systemd.is_enabled(unit)?, || {
+            format!("{unit} is still enabled, although it was not before the package's apply")
+        });
+    }
+    report_reserved(step)?;
+    c.finish()?;
+    Ok(Outcome::done())
+}
+
+/// Says what stays reserved until the next reboot.
+fn report_reserved(step: &Step) -> Result<()> {
+    let host = &step.host;
+    let reserved = host
+        .read_to_string(KEXEC_CRASH_SIZE)?
+        .and_then(|t| t.trim().parse::<u64>().ok())
+        .unwrap_or(0);
+    if reserved > 0 {
+        let booted = host
+            .read_to_string("/proc/cmdline")?
+            .map(|t| skyhook_core::bootloader::split_cmdline(&t))
+            .unwrap_or_default();
+        log::warn!(
+            "{} of memory stay reserved for a crash kernel until the next reboot (the running kernel was booted \
+             with {}); the next boot follows the boot configuration as it is now",
+            human(reserved),
+            with_key(&booted, KEY).join(" ")
+        );
+    } else {
+        log::info!("no memory is reserved for a crash kernel by the running kernel");
+    }
+    Ok(())
+}

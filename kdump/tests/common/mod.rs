@@ -1,0 +1,372 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Simulated Debian-like and RHEL-like nodes for the kdump package tests: os-release,
+//! memory, GRUB or BLS boot entries, and stand-ins for every tool the package runs.
+//! The stand-ins keep what they simulate (installed packages, enabled and active
+//! units, debconf answers) in the commands directory, and change the host root the
+//! way the real tools would (conffiles installed and purged, grub.cfg generated from
+//! the GRUB defaults and drop-ins, BLS entries edited as grubby does).
+
+#![allow(dead_code)]
+
+use std::path::Path;
+use std::process::Command;
+
+use skyhook_core::distro::fixtures;
+use skyhook_testkit::{Node, Tree};
+
+/// A distribution under test.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Distro {
+    /// A short name for messages.
+    pub name: &'static str,
+    /// The os-release text.
+    pub os_release: &'static str,
+    /// Debian-like (true) or RHEL-like.
+    pub debian: bool,
+    /// The crashkernel default kdump-tools ships (Debian-like) in its drop-in.
+    pub package_default: &'static str,
+}
+
+/// Ubuntu 24.04.
+pub const UBUNTU: Distro = Distro {
+    name: "ubuntu-24.04",
+    os_release: fixtures::UBUNTU_2404,
+    debian: true,
+    package_default: "crashkernel=2G-4G:320M,4G-32G:512M,32G-64G:1024M,64G-128G:2048M,128G-:4096M",
+};
+/// Debian 12.
+pub const DEBIAN: Distro = Distro {
+    name: "debian-12",
+    os_release: fixtures::DEBIAN_12,
+    debian: true,
+    package_default: "crashkernel=384M-:128M",
+};
+/// RHEL 9.
+pub const RHEL: Distro = Distro {
+    name: "rhel-9",
+    os_release: fixtures::RHEL_9,
+    debian: false,
+    package_default: "",
+};
+/// Rocky Linux 9.
+pub const ROCKY: Distro = Distro {
+    name: "rocky-9",
+    os_release: fixtures::ROCKY_9,
+    debian: false,
+    package_default: "",
+};
+/// Amazon Linux 2023.
+pub const AMAZON: Distro = Distro {
+    name: "amazon-linux-2023",
+    os_release: fixtures::AMAZON_LINUX_2023,
+    debian: false,
+    package_default: "",
+};
+/// Every distribution the issue names.
+pub const ALL: [Distro; 5] = [UBUNTU, DEBIAN, RHEL, ROCKY, AMAZON];
+
+/// The RHEL 9 default crashkernel range list.
+pub const RHEL_DEFAULT: &str = "crashkernel=1G-4G:192M,4G-64G:256M,64G-:512M";
+/// The original `/etc/kdump.conf` kexec-tools installs.
+pub const RHEL_KDUMP_CONF: &str = "# This file contains a series of commands to perform (in order) in the kdump\n#\npath /var/crash\ncore_collector makedumpfile -l --message-level 7 -d 31\n";
+/// Memory of the simulated nodes: 64 GiB.
+pub const MEM_KB: u64 = 64 * 1024 * 1024;
+
+const SYSTEMCTL: &str = r#"D=$(dirname "$0"); S="$D/systemd"; mkdir -p "$S"
+cmd="$1"; shift
+unit="${1%.service}"
+case "$cmd" in
+  enable) touch "$S/$unit.enabled" ;;
+  disable) rm -f "$S/$unit.enabled" ;;
+  start|restart) touch "$S/$unit.active"; echo "$cmd" >> "$S/$unit.starts" ;;
+  stop) rm -f "$S/$unit.active" ;;
+  is-enabled) if [ -f "$S/$unit.enabled" ]; then echo enabled; else echo disabled; exit 1; fi ;;
+  is-active) if [ -f "$S/$unit.active" ]; then echo active; else echo inactive; exit 3; fi ;;
+  daemon-reload) ;;
+  *) echo "unexpected: systemctl $cmd $*" >&2; exit 1 ;;
+esac"#;
+
+const DPKG_QUERY: &str = r#"D=$(dirname "$0")
+for a; do pkg="$a"; done
+if [ -f "$D/pkgs/$pkg" ]; then printf 'install ok installed\t%s' "$(cat "$D/pkgs/$pkg")"
+else echo "dpkg-query: no packages found matching $pkg" >&2; exit 1; fi"#;
+
+const DEBCONF: &str = r#"cat >> "$(dirname "$0")/debconf.db""#;
+
+/// apt-get: install/purge of kdump-tools with its conffiles; `apt-lock` in the
+/// commands directory holds how many calls fail on the dpkg lock first.
+const APT_GET: &str = r#"D=$(dirname "$0"); R="$SKYHOOK_HOST_ROOT"
+if [ -f "$D/apt-lock" ]; then n=$(cat "$D/apt-lock"); if [ "$n" -gt 0 ]; then echo $((n-1)) > "$D/apt-lock"; echo "E: Could not get lock /var/lib/dpkg/lock-frontend" >&2; exit 100; fi; fi
+action=""; for a; do case "$a" in update|install|purge|remove) action="$a" ;; esac; pkg="$a"; done
+case "$action" in
+  update) echo "Reading package lists..." ;;
+  install)
+    [ "$pkg" = kdump-tools ] || { echo "E: Unable to locate package $pkg" >&2; exit 100; }
+    mkdir -p "$D/pkgs" "$D/systemd"; echo "1:1.10.3" > "$D/pkgs/$pkg"
+    use=0; grep -q "^kdump-tools kdump-tools/use_kdump boolean true$" "$D/debconf.db" 2>/dev/null && use=1
+    mkdir -p "$R/etc/default/grub.d"
+    [ -f "$R/etc/default/kdump-tools" ] || printf '# kdump-tools configuration\nUSE_KDUMP=%s\nKDUMP_COREDIR="/var/crash"\n' "$use" > "$R/etc/default/kdump-tools"
+    [ -f "$R/etc/default/grub.d/kdump-tools.cfg" ] || echo 'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT @DEFAULT@"' > "$R/etc/default/grub.d/kdump-tools.cfg"
+    printf '#!/bin/sh\n' > "$D/kexec"; chmod 755 "$D/kexec"
+    touch "$D/systemd/kdump-tools.enabled" ;;
+  purge|remove)
+    rm -f "$D/pkgs/$pkg" "$D/kexec" "$D/systemd/kdump-tools.enabled" "$D/systemd/kdump-tools.active"
+    rm -f "$R/etc/default/kdump-tools" "$R/etc/default/grub.d/kdump-tools.cfg"
+    rmdir "$R/etc/default/grub.d" 2>/dev/null || true ;;
+  *) echo "unexpected: apt-get $*" >&2; exit 1 ;;
+esac"#;
+
+/// update-grub: sources the GRUB defaults and drop-ins as grub-mkconfig does, writes
+/// a normal and a recovery entry.
+pub const UPDATE_GRUB: &str = r#"R="$SKYHOOK_HOST_ROOT"
+GRUB_CMDLINE_LINUX=""; GRUB_CMDLINE_LINUX_DEFAULT=""
+[ -f "$R/etc/default/grub" ] && . "$R/etc/default/grub"
+for f in "$R"/etc/default/grub.d/*.cfg; do [ -f "$f" ] && . "$f"; done
+mkdir -p "$R/boot/grub"
+{
+  echo "menuentry 'Linux' {"
+  echo "	linux	/boot/vmlinuz-6.8.0-45-generic root=UUID=0a1b ro $GRUB_CMDLINE_LINUX $GRUB_CMDLINE_LINUX_DEFAULT"
+  echo "}"
+  echo "menuentry 'Linux (recovery mode)' {"
+  echo "	linux	/boot/vmlinuz-6.8.0-45-generic root=UUID=0a1b ro recovery nomodeset $GRUB_CMDLINE_LINUX"
+  echo "}"
+} > "$R/boot/grub/grub.cfg""#;
+
+const RPM: &str = r#"D=$(dirname "$0")
+for a; do pkg="$a"; done
+if [ -f "$D/pkgs/$pkg" ]; then printf '%s' "$(cat "$D/pkgs/$pkg")"; else echo "package $pkg is not installed"; exit 1; fi"#;
+
+/// dnf: install/remove of kexec-tools; a modified /etc/kdump.conf is kept as
+/// .rpmsave on removal, as rpm does with %config files.
+const DNF: &str = r#"D=$(dirname "$0"); R="$SKYHOOK_HOST_ROOT"
+action=""; for a; do case "$a" in install|remove) action="$a" ;; esac; pkg="$a"; done
+case "$action" in
+  install)
+    [ "$pkg" = kexec-tools ] || { echo "Error: Unable to find a match: $pkg" >&2; exit 1; }
+    mkdir -p "$D/pkgs"; echo "2.0.27-8.el9" > "$D/pkgs/$pkg"
+    [ -f "$R/etc/kdump.conf" ] || printf '%s' "$KDUMP_CONF" > "$R/etc/kdump.conf"
+    printf '#!/bin/sh\n' > "$D/kexec"; chmod 755 "$D/kexec" ;;
+  remove)
+    rm -f "$D/pkgs/$pkg" "$D/kexec" "$D/systemd/kdump.enabled" "$D/systemd/kdump.active"
+    if [ -f "$R/etc/kdump.conf" ]; then
+      if [ "$(cat "$R/etc/kdump.conf")" = "$(printf '%s' "$KDUMP_CONF")" ]; then rm -f "$R/etc/kdump.conf"
+      else mv "$R/etc/kdump.conf" "$R/etc/kdump.conf.rpmsave"; fi
+    fi ;;
+  *) echo "unexpected: dnf $*" >&2; exit 1 ;;
+esac"#;
+
+/// grubby over BLS entries: --info=ALL, --update-kernel=ALL|<kernel> with --args
+/// (replacing a present key, appending at the end) and --remove-args (key=value: that
+/// exact argument; key: any value), as grubby-bls does.
+const GRUBBY: &str = r#"R="$SKYHOOK_HOST_ROOT"; E="$R/boot/loader/entries"
+kernel=""; add=""; rm=""; info=""
+for a; do case "$a" in
+  --info=*) info="${a#--info=}" ;;
+  --update-kernel=*) kernel="${a#--update-kernel=}" ;;
+  --args=*) add="${a#--args=}" ;;
+  --remove-args=*) rm="${a#--remove-args=}" ;;
+  *) echo "unexpected: grubby $*" >&2; exit 1 ;;
+esac; done
+i=0
+for f in "$E"/*.conf; do
+  k="/boot$(sed -n 's/^linux //p' "$f")"
+  if [ -n "$info" ]; then
+    echo "index=$i"; echo "kernel=\"$k\""; echo "args=\"$(sed -n 's/^options //p' "$f")\""; echo "root=\"/dev/mapper/rl-root\""
+  elif [ "$kernel" = ALL ] || [ "$kernel" = "$k" ]; then
+    awk -v add="$add" -v rm="$rm" '
+      /^options / {
+        n = split(substr($0, 9), t, " "); nr = split(rm, r, " "); na = split(add, a, " "); out = ""
+        for (i = 1; i <= n; i++) {
+          keep = 1; key = t[i]; sub(/=.*/, "", key)
+          for (j = 1; j <= nr; j++) { if (index(r[j], "=")) { if (t[i] == r[j]) keep = 0 } else if (key == r[j]) keep = 0 }
+          for (j = 1; j <= na; j++) { ak = a[j]; sub(/=.*/, "", ak); if (key == ak) keep = 0 }
+          if (keep) out = out (out == "" ? "" : " ") t[i]
+        }
+        for (j = 1; j <= na; j++) out = out (out == "" ? "" : " ") a[j]
+        print "options " out; next
+      }
+      { print }' "$f" > "$f.tmp" && mv "$f.tmp" "$f"
+  fi
+  i=$((i+1))
+done"#;
+
+/// grub2-mkconfig -o <output>: sources /etc/default/grub, writes one entry.
+const GRUB2_MKCONFIG: &str = r#"R="$SKYHOOK_HOST_ROOT"
+[ "$1" = -o ] || { echo "unexpected: grub2-mkconfig $*" >&2; exit 1; }
+GRUB_CMDLINE_LINUX=""; . "$R/etc/default/grub"
+mkdir -p "$(dirname "$R$2")"
+printf "menuentry 'Rocky Linux' {\n\tlinux /vmlinuz-5.14.0-427.el9.x86_64 root=/dev/mapper/rl-root ro %s\n}\n" "$GRUB_CMDLINE_LINUX" > "$R$2""#;
+
+/// Runs a stand-in script directly (no call logged), e.g. to generate the pristine grub.cfg.
+fn run_stand_in(node: &Node, program: &str, args: &[&str]) {
+    let status = Command::new(node.commands_dir().join(program))
+        .args(args)
+        .env("SKYHOOK_HOST_ROOT", node.root())
+        .status()
+        .expect("run stand-in");
+    assert!(status.success(), "{program} stand-in failed");
+}
+
+/// A node of `distro`, 64 GiB of memory, booted, systemd running; the kdump package not installed.
+pub fn node(distro: Distro) -> Node {
+    let node = Node::new(env!("CARGO_BIN_EXE_kdump")).named("kdump");
+    node.file("/etc/os-release", distro.os_release)
+        .file(
+            "/proc/meminfo",
+            format!("MemTotal:       {MEM_KB} kB\nMemFree:        1024 kB\n"),
+        )
+        .systemd_running(true)
+        .stand_in("systemctl", SYSTEMCTL);
+    std::fs::create_dir_all(node.commands_dir().join("systemd")).unwrap();
+    std::fs::create_dir_all(node.path("/var/lib")).unwrap();
+    if distro.debian {
+        node.file(
+            "/etc/default/grub",
+            "GRUB_DEFAULT=0\nGRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX_DEFAULT=\"quiet splash\"\nGRUB_CMDLINE_LINUX=\"\"\n",
+        )
+        .file(
+            "/etc/default/grub.d/init-select.cfg",
+            "# init-select\nGRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT\"\n",
+        )
+        .stand_in("dpkg-query", DPKG_QUERY)
+        .stand_in("debconf-set-selections", DEBCONF)
+        .stand_in("apt-get", &APT_GET.replace("@DEFAULT@", distro.package_default))
+        .stand_in("update-grub", UPDATE_GRUB);
+        run_stand_in(&node, "update-grub", &[]);
+        node.file(
+            "/proc/cmdline",
+            "BOOT_IMAGE=/boot/vmlinuz-6.8.0-45-generic root=UUID=0a1b ro quiet splash\n",
+        );
+    } else {
+        node.file(
+            "/etc/default/grub",
+            "GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX=\"rd.lvm.lv=rl/root rhgb quiet\"\nGRUB_ENABLE_BLSCFG=true\n",
+        )
+        .file(
+            "/boot/loader/entries/0a1b-5.14.0-427.el9.x86_64.conf",
+            "title Linux (5.14.0-427.el9.x86_64)\nversion 5.14.0-427.el9.x86_64\nlinux /vmlinuz-5.14.0-427.el9.x86_64\ninitrd /initramfs-5.14.0-427.el9.x86_64.img\noptions root=/dev/mapper/rl-root ro rd.lvm.lv=rl/root rhgb quiet\n",
+        )
+        .file(
+            "/boot/loader/entries/0a1b-0-rescue.conf",
+            "title Linux (0-rescue)\nversion 0-rescue-0a1b\nlinux /vmlinuz-0-rescue-0a1b\ninitrd /initramfs-0-rescue-0a1b.img\noptions root=/dev/mapper/rl-root ro rd.lvm.lv=rl/root\n",
+        )
+        .file(
+            "/proc/cmdline",
+            "BOOT_IMAGE=(hd0,gpt2)/vmlinuz-5.14.0-427.el9.x86_64 root=/dev/mapper/rl-root ro rd.lvm.lv=rl/root rhgb quiet\n",
+        )
+        .stand_in("rpm", RPM)
+        .stand_in(
+            "dnf",
+            &format!("KDUMP_CONF='{}'\n{DNF}", RHEL_KDUMP_CONF.replace('\'', "'\\''")),
+        )
+        .stand_in("grubby", GRUBBY);
+    }
+    node
+}
+
+/// A RHEL-like node without grubby: `/etc/default/grub` and grub2-mkconfig (BIOS).
+pub fn grub2_node() -> Node {
+    let node = node(ROCKY);
+    node.remove_stand_in("grubby")
+        .stand_in("grub2-mkconfig", GRUB2_MKCONFIG);
+    run_stand_in(&node, "grub2-mkconfig", &["-o", "/boot/grub2/grub.cfg"]);
+    node
+}
+
+/// Marks the distribution's kdump package as installed already, as the stand-in
+/// package manager would have installed it, with its service enabled; on RHEL-like
+/// nodes the boot entries carry the distribution's default crashkernel.
+pub fn preinstall(node: &Node, distro: Distro) {
+    if distro.debian {
+        std::fs::write(
+            node.commands_dir().join("debconf.db"),
+            "kdump-tools kdump-tools/use_kdump boolean true\n",
+        )
+        .unwrap();
+        run_stand_in(node, "apt-get", &["install", "-y", "kdump-tools"]);
+        std::fs::remove_file(node.commands_dir().join("debconf.db")).unwrap();
+        run_stand_in(node, "update-grub", &[]);
+    } else {
+        run_stand_in(node, "dnf", &["-y", "install", "kexec-tools"]);
+        run_stand_in(
+            node,
+            "grubby",
+            &["--update-kernel=ALL", &format!("--args={RHEL_DEFAULT}")],
+        );
+        std::fs::write(node.commands_dir().join("systemd/kdump.enabled"), "").unwrap();
+    }
+}
+
+/// Simulates the reboot after config: the running kernel's command line from the
+/// default boot entry, the reservation the kernel made, a crash kernel loaded by the
+/// active service.
+pub fn reboot(node: &Node, distro: Distro, reserved: u64) {
+    let args = default_entry_args(node, distro);
+    node.file("/proc/cmdline", format!("BOOT_IMAGE=/boot/vmlinuz {args}\n"))
+        .file("/sys/kernel/kexec_crash_size", format!("{reserved}\n"))
+        .file(
+            "/sys/kernel/kexec_crash_loaded",
+            if reserved > 0 { "1\n" } else { "0\n" },
+        );
+    let unit = if distro.debian { "kdump-tools" } else { "kdump" };
+    std::fs::write(node.commands_dir().join(format!("systemd/{unit}.active")), "").unwrap();
+}
+
+/// The kernel arguments of the default boot entry.
+pub fn default_entry_args(node: &Node, distro: Distro) -> String {
+    if distro.debian {
+        let cfg = node.read("/boot/grub/grub.cfg").expect("grub.cfg");
+        let line = cfg
+            .lines()
+            .find(|l| l.trim_start().starts_with("linux"))
+            .expect("a linux line");
+        line.split_whitespace().skip(2).collect::<Vec<_>>().join(" ")
+    } else {
+        bls_options(node, "/boot/loader/entries/0a1b-5.14.0-427.el9.x86_64.conf")
+    }
+}
+
+/// The `options` of a BLS entry.
+pub fn bls_options(node: &Node, path: &str) -> String {
+    node.read(path)
+        .expect("BLS entry")
+        .lines()
+        .find_map(|l| l.strip_prefix("options ").map(str::to_string))
+        .expect("options line")
+}
+
+/// Whether the stand-in systemd has `unit` enabled / active.
+pub fn unit_state(node: &Node, unit: &str) -> (bool, bool) {
+    let s = node.commands_dir().join("systemd");
+    (
+        s.join(format!("{unit}.enabled")).exists(),
+        s.join(format!("{unit}.active")).exists(),
+    )
+}
+
+/// How often the stand-in systemd started or restarted `unit`.
+pub fn starts(node: &Node, unit: &str) -> usize {
+    std::fs::read_to_string(node.commands_dir().join(format!("systemd/{unit}.starts")))
+        .map(|t| t.lines().count())
+        .unwrap_or(0)
+}
+
+/// The host tree without /proc and /sys (which a reboot legitimately changes).
+pub fn files(node: &Node) -> Tree {
+    let mut tree = node.snapshot();
+    tree.0.retain(|p, _| !p.starts_with("proc") && !p.starts_with("sys"));
+    tree
+}
+
+/// The modification times of `paths` (to prove nothing was rewritten).
+pub fn mtimes(node: &Node, paths: &[&str]) -> Vec<Option<std::time::SystemTime>> {
+    paths
+        .iter()
+        .map(|p| std::fs::metadata(node.path(p)).and_then(|m| m.modified()).ok())
+        .collect()
+}
+
+/// Whether a path exists under the commands directory.
+pub fn has_stand_in_file(node: &Node, name: &str) -> bool {
+    Path::new(&node.commands_dir().join(name)).exists()
+}

@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The tuned package and service: apply/upgrade install and start it, uninstall
+//! stops and removes it, and their checks.
+
+use skyhook_core::pkgmgr::{PackageManager, Retry};
+use skyhook_core::systemd::Applied;
+use skyhook_core::{Checklist, Outcome, Result, Step};
+
+use crate::deploy::{self, State};
+
+/// The distribution package and the systemd unit.
+pub const TUNED: &str = "tuned";
+
+fn package_manager(step: &Step) -> Result<PackageManager<'_>> {
+    let retry = Retry::from_env()?;
+    let family = step.os_release()?.family()?;
+    PackageManager::detect(&step.host, family, retry)
+}
+
+/// apply and upgrade: install tuned (skipped when installed), enable and start it.
+pub fn install(step: &Step) -> Result<Outcome> {
+    let pm = package_manager(step)?;
+    if pm.install(&[TUNED])?.is_empty() {
+        log::info!(
+            "tuned {} is already installed; no repository refresh, no install",
+            pm.installed_version(TUNED)?.unwrap_or_default()
+        );
+    }
+    let systemd = step.host.systemd();
+    systemd.enable(TUNED)?;
+    match systemd.start(TUNED)? {
+        Applied::Done => log::info!("the tuned service is enabled and started"),
+        Applied::Skipped => log::warn!(
+            "systemd is not running on this host (chroot or image build): the tuned service is enabled \
+             only, it starts at the next boot"
+        ),
+    }
+    Ok(Outcome::done())
+}
+
+/// apply-check and upgrade-check: tuned installed, service enabled and active.
+pub fn install_check(step: &Step) -> Result<()> {
+    let host = &step.host;
+    let mut c = Checklist::new();
+    for program in ["tuned", "tuned-adm"] {
+        c.expect(host.which(program).is_some(), || {
+            format!("{program} is not installed (not found on this host); the apply step installs the tuned package")
+        });
+    }
+    let systemd = host.systemd();
+    c.expect(systemd.is_enabled(TUNED)?, || {
+        "the tuned service is not enabled (systemctl is-enabled tuned): it would not start at boot".into()
+    });
+    match systemd.is_active(TUNED)? {
+        Some(active) => {
+            c.expect(active, || {
+                "the tuned service is not active (systemctl is-active tuned); see `journalctl -u tuned` and \
+                 /var/log/tuned/tuned.log"
+                    .into()
+            });
+        }
+        None => c.skip("tuned service running: systemd is not running on this host (chroot or image build)"),
+    }
+    c.finish()
+}
+
+/// uninstall: stop and disable tuned, remove every profile and script this package
+/// deployed, remove the package (on apt with what was installed only for it).
+pub fn uninstall(step: &Step) -> Result<Outcome> {
+    let host = &step.host;
+    let pm = package_manager(step)?;
+    let store = step.state();
+    let state: State = store.load()?;
+    let systemd = host.systemd();
+    if pm.is_installed(TUNED)? {
+        if systemd.stop(TUNED)? == Applied::Done {
+            log::info!("stopped the tuned service (tuned rolls back its tuning when it stops)");
+        }
+        systemd.disable(TUNED)?;
+        log::info!("disabled the tuned service");
+    } else {
+        log::info!("the tuned package is not installed; no service to stop");
+    }
+    let removed = deploy::remove_all(host, &store, &step.configmaps)?;
+    log::info!("removed {} deployed file(s) and directories", removed.removed.len());
+    pm.remove(&[TUNED])?;
+    store.clear()?;
+    if state.bootloader.is_some_and(|b| !b.is_empty()) {
+        log::warn!(
+            "a tuned profile with bootloader options was in effect: the running kernel keeps those \
+             command-line options until the node reboots"
+        );
+    }
+    Ok(Outcome::done())
+}
+
+/// uninstall-check: tuned gone, service neither active nor enabled, no deployed file left.
+pub fn uninstall_check(step: &Step) -> Result<()> {
+    let host = &step.host;
+    let mut c = Checklist::new();
+    for program in ["tuned", "tuned-adm"] {
+        c.expect(host.which(program).is_none(), || {
+            format!("{program} is still installed")
+        });
+    }
+    let systemd = host.systemd();
+    match systemd.is_active(TUNED)? {
+        Some(active) => {
+            c.expect(!active, || "the tuned service is still active".into());
+        }
+        None => c.skip("tuned service stopped: systemd is not running on this host"),
+    }
+    c.expect(!systemd.is_enabled(TUNED)?, || {
+        "the tuned service is still enabled".into()
+    });
+    let store = step.state();
+    if store.exists() {
+        let state: State = store.load()?;
+        for f in state.files.iter().filter(|f| host.exists(f)) {
+            c.fail(format!(
+                "{} (deployed by this package) is still on the node",
+                f.display()
+            ));
+        }
+        c.fail(format!(
+            "the record of deployed files {} still exists: uninstall did not finish",
+            store.file().display()
+        ));
+    }
+    for (path, expected) in deploy::legacy_copies(&step.configmaps, None) {
+        c.expect(!deploy::holds(host, &path, &expected)?, || {
+            format!(
+                "{} (a deployed copy of a configMap key) is still on the node",
+                path.display()
+            )
+        });
+    }
+    c.finish()
+}

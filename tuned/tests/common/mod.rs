@@ -1,0 +1,271 @@
+// SPDX-License-Identifier: Apache-2.0
+//! A simulated node for the tuned package: stand-ins for systemctl, the package
+//! managers, tuned and tuned-adm that change the scratch root the way the real tools
+//! change a node (package files, the enablement link, tuned's pid file, the active
+//! profile), so tests can follow a node through apply, config, checks and uninstall.
+#![allow(dead_code)]
+
+use skyhook_core::distro::fixtures;
+use skyhook_testkit::Node;
+
+/// The package binary under test.
+pub const BIN: &str = env!("CARGO_BIN_EXE_tuned");
+
+/// Where the built-in profiles of tuned `version` live.
+pub fn system_dir(version: &str) -> &'static str {
+    if newer_layout(version) {
+        "/usr/lib/tuned/profiles"
+    } else {
+        "/usr/lib/tuned"
+    }
+}
+
+/// Where custom profiles go for tuned `version`.
+pub fn user_dir(version: &str) -> &'static str {
+    if newer_layout(version) {
+        "/etc/tuned/profiles"
+    } else {
+        "/etc/tuned"
+    }
+}
+
+fn newer_layout(version: &str) -> bool {
+    let mut p = version.split('.').map(|n| n.parse::<u32>().unwrap());
+    (p.next().unwrap(), p.next().unwrap()) >= (2, 23)
+}
+
+/// The built-in profiles the simulated tuned package ships.
+pub const BUILTIN: &[(&str, &str)] = &[
+    (
+        "balanced",
+        "[main]\nsummary=General non-specialized tuned profile\n\n[cpu]\ngovernor=conservative|powersave\n",
+    ),
+    (
+        "throughput-performance",
+        "[main]\nsummary=Broadly applicable tuning that provides excellent performance\n\n[sysctl]\nvm.swappiness=10\n",
+    ),
+    (
+        "latency-performance",
+        "[main]\nsummary=Optimize for deterministic performance\n\n[cpu]\nforce_latency=1\n",
+    ),
+    (
+        "network-latency",
+        "[main]\nsummary=Optimize for low latency network performance\ninclude=latency-performance\n\n[sysctl]\nnet.core.busy_read=50\n",
+    ),
+    (
+        "realtime",
+        "[main]\nsummary=Optimize for realtime workloads\ninclude=network-latency\n\n[bootloader]\ncmdline_realtime=+isolcpus=2-3\n",
+    ),
+];
+
+/// Shell commands that put the tuned package's files on the node (as a package install would).
+fn install_sh(version: &str) -> String {
+    let mut sh = String::from(
+        "R=\"$SKYHOOK_HOST_ROOT\"; D=$(dirname \"$0\")\nmkdir -p \"$R/usr/sbin\" \"$R/etc/tuned\" \"$R/var/log/tuned\"\n",
+    );
+    if newer_layout(version) {
+        sh.push_str("mkdir -p \"$R/etc/tuned/profiles\"\n");
+    }
+    sh.push_str("printf '#!/usr/bin/python3\\n' > \"$R/usr/sbin/tuned\"\n");
+    sh.push_str("printf '#!/usr/bin/python3\\n' > \"$R/usr/sbin/tuned-adm\"\n");
+    for (name, content) in BUILTIN {
+        let dir = format!("{}/{name}", system_dir(version));
+        sh.push_str(&format!(
+            "mkdir -p \"$R{dir}\"\nprintf '%s' '{content}' > \"$R{dir}/tuned.conf\"\n"
+        ));
+    }
+    for (program, body) in [("tuned", tuned_sh(version)), ("tuned-adm", tuned_adm_sh(true))] {
+        sh.push_str(&format!(
+            "cat > \"$D/{program}\" <<'STANDIN'\n#!/bin/sh\n{body}\nSTANDIN\nchmod 755 \"$D/{program}\"\n"
+        ));
+    }
+    sh
+}
+
+/// Shell commands that take the tuned package's files away again (as a purge would).
+const REMOVE_SH: &str = "R=\"$SKYHOOK_HOST_ROOT\"; D=$(dirname \"$0\")
+rm -f \"$R/usr/sbin/tuned\" \"$R/usr/sbin/tuned-adm\" \"$R/run/tuned/tuned.pid\"
+rm -f \"$R/etc/systemd/system/multi-user.target.wants/tuned.service\"
+rm -rf \"$R/usr/lib/tuned\"
+rm -f \"$D/tuned\" \"$D/tuned-adm\"";
+
+/// The `tuned` stand-in: answers `--version`.
+pub fn tuned_sh(version: &str) -> String {
+    format!("echo 'tuned {version}'")
+}
+
+/// The `tuned-adm` stand-in: `profile` records the profile as tuned does, `active`
+/// reports it, `verify` passes or fails.
+pub fn tuned_adm_sh(verify_passes: bool) -> String {
+    let verify = if verify_passes {
+        "echo 'Verification succeeded, current system settings match the preset profile.'"
+    } else {
+        "echo 'Verification failed, current system settings differ from the preset profile.'; \
+         echo \"See TuneD log file ('/var/log/tuned/tuned.log') for details.\"; exit 1"
+    };
+    format!(
+        "R=\"$SKYHOOK_HOST_ROOT\"
+case \"$1\" in
+  profile) shift; echo \"$*\" > \"$R/etc/tuned/active_profile\"; echo manual > \"$R/etc/tuned/profile_mode\" ;;
+  active) if [ -s \"$R/etc/tuned/active_profile\" ]; then echo \"Current active profile: $(cat \"$R/etc/tuned/active_profile\")\"; else echo 'No current active profile.'; exit 1; fi ;;
+  verify) {verify} ;;
+  *) echo \"unexpected tuned-adm $*\" >&2; exit 2 ;;
+esac"
+    )
+}
+
+/// The `systemctl` stand-in: enablement is the wants link, activity tuned's pid file.
+pub const SYSTEMCTL_SH: &str = "R=\"$SKYHOOK_HOST_ROOT\"; W=\"$R/etc/systemd/system/multi-user.target.wants\"
+case \"$1\" in
+  enable) [ -e \"$R/usr/sbin/tuned\" ] || { echo \"Failed to enable unit: Unit file $2.service does not exist.\" >&2; exit 1; }
+          mkdir -p \"$W\"; ln -sf /usr/lib/systemd/system/$2.service \"$W/$2.service\" ;;
+  disable) rm -f \"$W/$2.service\" ;;
+  start) [ -e \"$R/usr/sbin/tuned\" ] || { echo \"Failed to start $2.service: Unit $2.service not found.\" >&2; exit 5; }
+         mkdir -p \"$R/run/tuned\"; echo 4242 > \"$R/run/tuned/tuned.pid\" ;;
+  stop) rm -f \"$R/run/tuned/tuned.pid\" ;;
+  is-enabled) if [ -L \"$W/$2.service\" ]; then echo enabled; else echo disabled; exit 1; fi ;;
+  is-active) if [ -e \"$R/run/tuned/tuned.pid\" ]; then echo active; else echo inactive; exit 3; fi ;;
+  *) echo \"unexpected systemctl $*\" >&2; exit 1 ;;
+esac";
+
+/// `dpkg-query` / `rpm -q` stand-ins: installed when the package's files are there.
+fn query_sh(installed: &str, missing: &str) -> String {
+    format!(
+        "if [ -e \"$SKYHOOK_HOST_ROOT/usr/sbin/tuned\" ]; then printf '{installed}'; else echo '{missing}' >&2; exit 1; fi"
+    )
+}
+
+/// A stand-in package manager: `install`/`remove`/`purge` change the node; `update` succeeds.
+fn manager_sh(version: &str, remove_word: &str) -> String {
+    format!(
+        "for a in \"$@\"; do case \"$a\" in
+  install) {{\n{}\n}}; exit 0 ;;
+  {remove_word}) {{\n{REMOVE_SH}\n}}; exit 0 ;;
+  update) echo 'Reading package lists... Done'; exit 0 ;;
+esac; done",
+        install_sh(version)
+    )
+}
+
+/// A Debian-like node (Ubuntu 22.04) with systemd running; tuned `version` installed
+/// and running, or not installed (`None`) but installable as `installable`.
+pub fn debian(installed: Option<&str>) -> Node {
+    let version = installed.unwrap_or("2.21.0");
+    let node = Node::new(BIN);
+    node.file("/etc/os-release", fixtures::UBUNTU_2204)
+        .systemd_running(true);
+    node.stand_in("systemctl", SYSTEMCTL_SH)
+        .stand_in(
+            "dpkg-query",
+            &query_sh(
+                &format!("install ok installed\\t{version}-1"),
+                "dpkg-query: no packages found matching tuned",
+            ),
+        )
+        .stand_in("apt-get", &manager_sh(version, "purge"));
+    if installed.is_some() {
+        preinstall(&node, version);
+    }
+    node
+}
+
+/// A RHEL-like node (`os_release`) with dnf (or only yum when `yum_only`).
+pub fn rhel(os_release: &str, yum_only: bool, installed: Option<&str>) -> Node {
+    let version = installed.unwrap_or("2.21.0");
+    let node = Node::new(BIN);
+    node.file("/etc/os-release", os_release).systemd_running(true);
+    node.stand_in("systemctl", SYSTEMCTL_SH).stand_in(
+        "rpm",
+        &query_sh(&format!("{version}-1.el9"), "package tuned is not installed"),
+    );
+    node.stand_in(if yum_only { "yum" } else { "dnf" }, &manager_sh(version, "remove"));
+    if installed.is_some() {
+        preinstall(&node, version);
+    }
+    node
+}
+
+/// Installs and starts tuned `version` on `node` as apply would have.
+pub fn preinstall(node: &Node, version: &str) {
+    let script = node.copy_dir().join("preinstall.sh");
+    std::fs::write(
+        &script,
+        format!(
+            "#!/bin/sh\nset -e\n{}\nR=\"$SKYHOOK_HOST_ROOT\"\nmkdir -p \"$R/etc/systemd/system/multi-user.target.wants\" \"$R/run/tuned\"\nln -sf /usr/lib/systemd/system/tuned.service \"$R/etc/systemd/system/multi-user.target.wants/tuned.service\"\necho 4242 > \"$R/run/tuned/tuned.pid\"\n",
+            install_sh(version)
+        ),
+    )
+    .unwrap();
+    // Run it as if it were a stand-in, so that $(dirname "$0") is the stand-in directory.
+    let commands = std::path::PathBuf::from(&node.step_env()["SKYHOOK_HOST_COMMANDS"]);
+    let target = commands.join("preinstall.sh");
+    std::fs::rename(&script, &target).unwrap();
+    let status = std::process::Command::new("sh")
+        .arg(&target)
+        .env("SKYHOOK_HOST_ROOT", node.root())
+        .status()
+        .unwrap();
+    assert!(status.success(), "preinstall");
+    std::fs::remove_file(target).unwrap();
+}
+
+/// The README example of the bash package (a profile including another, a script,
+/// a bootloader option).
+pub const README_PROFILE: &str = "[main]
+summary=AI/ML kernel settings
+include=custom_profile_1
+
+[sysctl]
+kernel.numa_balancing=1                  # avoid NUMA page bouncing
+kernel.panic=10
+
+[bootloader]
+cmdline_myprofile=-kernel.panic +kernel.panic=20
+
+[script]
+script=/etc/tuned/scripts/ai_init";
+
+/// The included profile of the README example.
+pub const README_PROFILE_1: &str = "[main]
+summary=AI/ML performance profile
+
+[cpu]
+governor=performance             # lock CPUs at max frequency
+energy_perf_bias=performance     # disable energy saving bias
+force_latency=0                  # minimize C-state latency
+
+[disk]
+readahead=4096                   # bigger readahead for large dataset loads
+
+[vm]
+transparent_hugepages=always     # large pages help with tensor allocations
+swappiness=10                    # avoid swapping under load";
+
+/// The helper script of the README example.
+pub const README_SCRIPT: &str = "#!/bin/bash
+# Custom AI/ML initialization script
+echo \"Initializing AI/ML optimizations...\"
+echo 1 > /proc/sys/vm/overcommit_memory
+echo \"AI initialization complete\"";
+
+/// Sets the README example's configMap on `node`.
+pub fn readme_configmap(node: &Node) {
+    node.configmap("tuned_profile", "custom_profile")
+        .configmap("custom_profile", README_PROFILE)
+        .configmap("custom_profile_1", README_PROFILE_1)
+        .configmap("ai_init_script", README_SCRIPT);
+}
+
+/// The calls of `program` logged so far.
+pub fn calls_of(node: &Node, program: &str) -> Vec<String> {
+    node.calls()
+        .into_iter()
+        .filter(|c| c.split_whitespace().next() == Some(program))
+        .collect()
+}
+
+/// The inode of a host file (to prove a file was not rewritten).
+pub fn inode(node: &Node, path: &str) -> u64 {
+    use std::os::unix::fs::MetadataExt;
+    std::fs::metadata(node.path(path)).unwrap().ino()
+}
