@@ -26,6 +26,7 @@ pub fn apply(step: &Step) -> Result<Outcome> {
             preinstalled: installed,
             kexec_before: step.host.which("kexec").is_some(),
             service_enabled_before: installed && systemd.is_enabled(unit)?,
+            added: Vec::new(),
         });
         state.store(&store)?;
     }
@@ -36,7 +37,11 @@ pub fn apply(step: &Step) -> Result<Outcome> {
         );
     } else {
         pm.preseed(DEBCONF_SELECTIONS)?;
-        pm.install(&[package])?;
+        let added = pm.install(&[package])?;
+        if let Some(record) = state.install.as_mut() {
+            record.added = added;
+            state.store(&store)?;
+        }
     }
     if systemd.is_enabled(unit)? {
         log::info!("{unit} is enabled");

@@ -36,6 +36,10 @@ pub struct InstallRecord {
     pub kexec_before: bool,
     /// The service was already enabled: uninstall leaves it enabled when the package stays.
     pub service_enabled_before: bool,
+    /// The packages apply installed (the kdump package and its dependencies), removed
+    /// again by uninstall.
+    #[serde(default)]
+    pub added: Vec<String>,
 }
 
 /// Our crashkernel value on the boot configuration.

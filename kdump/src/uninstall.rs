@@ -155,7 +155,8 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
 
     let drop_in_before = host.exists(DEBIAN_DROP_IN);
     if remove {
-        pm.remove(&[package])?;
+        let added = install.as_ref().map(|i| i.added.clone()).unwrap_or_default();
+        pm.remove_added(&[package], &added)?;
     } else if installed {
         log::info!("{package} was installed before this package's apply: left installed, {unit} left as it was");
     }

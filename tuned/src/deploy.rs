@@ -29,6 +29,10 @@ pub struct State {
     /// `None` before the first config.
     #[serde(default)]
     pub bootloader: Option<Vec<String>>,
+    /// The distribution packages apply installed (tuned and the dependencies pulled in
+    /// with it), removed again by uninstall.
+    #[serde(default)]
+    pub packages: BTreeSet<String>,
 }
 
 /// What a deployment changed.

@@ -20,11 +20,17 @@ fn package_manager(step: &Step) -> Result<PackageManager<'_>> {
 /// apply and upgrade: install tuned (skipped when installed), enable and start it.
 pub fn install(step: &Step) -> Result<Outcome> {
     let pm = package_manager(step)?;
-    if pm.install(&[TUNED])?.is_empty() {
+    let added = pm.install(&[TUNED])?;
+    if added.is_empty() {
         log::info!(
             "tuned {} is already installed; no repository refresh, no install",
             pm.installed_version(TUNED)?.unwrap_or_default()
         );
+    } else {
+        let store = step.state();
+        let mut state: State = store.load()?;
+        state.packages.extend(added);
+        store.save(&state)?;
     }
     let systemd = step.host.systemd();
     systemd.enable(TUNED)?;
@@ -65,7 +71,7 @@ pub fn install_check(step: &Step) -> Result<()> {
 }
 
 /// uninstall: stop and disable tuned, remove every profile and script this package
-/// deployed, remove the package (on apt with what was installed only for it).
+/// deployed, remove the package and exactly the packages apply installed with it.
 pub fn uninstall(step: &Step) -> Result<Outcome> {
     let host = &step.host;
     let pm = package_manager(step)?;
@@ -83,7 +89,8 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     }
     let removed = deploy::remove_all(host, &store, &step.configmaps)?;
     log::info!("removed {} deployed file(s) and directories", removed.removed.len());
-    pm.remove(&[TUNED])?;
+    let packages: Vec<String> = state.packages.iter().cloned().collect();
+    pm.remove_added(&[TUNED], &packages)?;
     store.clear()?;
     if state.bootloader.is_some_and(|b| !b.is_empty()) {
         log::warn!(

@@ -85,13 +85,27 @@ impl Cmd {
     }
 }
 
-/// Quotes `s` for a POSIX shell when it needs quoting (for display only).
+/// Quotes `s` for a POSIX shell when it needs quoting (for display only); control
+/// characters are shown as `$'\n'`-style escapes, so a command is always one line.
 pub fn shell_quote(s: &str) -> String {
     if !s.is_empty()
         && s.bytes()
             .all(|b| b.is_ascii_alphanumeric() || b"-_./=:,+@%".contains(&b))
     {
         s.to_string()
+    } else if s.chars().any(char::is_control) {
+        let escaped: String = s
+            .chars()
+            .map(|c| match c {
+                '\n' => "\\n".to_string(),
+                '\t' => "\\t".to_string(),
+                '\\' => "\\\\".to_string(),
+                '\'' => "\\'".to_string(),
+                c if c.is_control() => format!("\\x{:02x}", c as u32),
+                c => c.to_string(),
+            })
+            .collect();
+        format!("$'{escaped}'")
     } else {
         format!("'{}'", s.replace('\'', r"'\''"))
     }
@@ -415,6 +429,7 @@ mod tests {
         let c = Cmd::new("grubby").args(["--update-kernel=ALL", "--args=a b", "it's"]);
         assert_eq!(c.display(), r"grubby --update-kernel=ALL '--args=a b' 'it'\''s'");
         assert_eq!(shell_quote(""), "''");
+        assert_eq!(shell_quote("a\tb\n'"), r"$'a\tb\n\''");
     }
 
     #[test]

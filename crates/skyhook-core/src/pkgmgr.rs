@@ -7,6 +7,7 @@
 //! Retries are tunable from the SCR's `env`: `SKYHOOK_PKG_ATTEMPTS` (default 3) and
 //! `SKYHOOK_PKG_RETRY_PAUSE` (seconds, default 15).
 
+use std::collections::BTreeSet;
 use std::time::Duration;
 
 use crate::command::{Cmd, Output};
@@ -156,7 +157,35 @@ impl<'h> PackageManager<'h> {
         Ok(())
     }
 
-    /// Installs the packages of `packages` that are missing; returns those it installed.
+    /// Every installed package, by name (`None` when the package database cannot be
+    /// listed, e.g. by a stand-in that only answers single-package queries).
+    pub fn installed_packages(&self) -> Result<Option<BTreeSet<String>>, HostError> {
+        let out = match self.tool {
+            Tool::AptGet => self
+                .host
+                .run(&Cmd::new("dpkg-query").args(["-W", r"-f=${Package}\t${Status}\n"]))?,
+            Tool::Dnf | Tool::Yum => self.host.run(&Cmd::new("rpm").args(["-qa", "--qf", "%{NAME}\n"]))?,
+        };
+        if !out.success() {
+            return Ok(None);
+        }
+        Ok(Some(
+            out.stdout
+                .lines()
+                .filter_map(|l| match self.tool {
+                    Tool::AptGet => {
+                        let (name, status) = l.split_once('\t')?;
+                        status.ends_with(" installed").then(|| name.to_string())
+                    }
+                    Tool::Dnf | Tool::Yum => Some(l.trim().to_string()).filter(|n| !n.is_empty()),
+                })
+                .collect(),
+        ))
+    }
+
+    /// Installs the packages of `packages` that are missing. Returns every package the
+    /// install added — the requested ones and the dependencies pulled in with them —
+    /// so that an uninstall can remove exactly those ([`PackageManager::remove_added`]).
     /// Nothing runs (not even a repository refresh) when all are installed.
     pub fn install(&self, packages: &[&str]) -> Result<Vec<String>> {
         let mut missing = Vec::new();
@@ -170,6 +199,7 @@ impl<'h> PackageManager<'h> {
             return Ok(missing);
         }
         log::info!("installing {} with {}", missing.join(", "), self.tool.program());
+        let before = self.installed_packages()?;
         match self.tool {
             Tool::AptGet => {
                 self.retrying(&apt(["update", "-q"]))?;
@@ -195,7 +225,66 @@ impl<'h> PackageManager<'h> {
                 )?;
             }
         }
-        Ok(missing)
+        let mut added: BTreeSet<String> = missing.into_iter().collect();
+        if let (Some(before), Some(after)) = (before, self.installed_packages()?) {
+            added.extend(after.difference(&before).cloned());
+        }
+        let added: Vec<String> = added.into_iter().collect();
+        log::info!("installed {} package(s): {}", added.len(), added.join(", "));
+        Ok(added)
+    }
+
+    /// Removes what an [`install`](PackageManager::install) added: `added` (as it
+    /// returned) and `packages`, exactly — on apt purged with their configuration,
+    /// nothing else — when no package installed since depends on them. Otherwise, and
+    /// when nothing was recorded (`added` empty), falls back to [`remove`](PackageManager::remove)
+    /// of `packages`, which lets the package manager pick the unneeded dependencies.
+    /// Returns the packages removed.
+    pub fn remove_added(&self, packages: &[&str], added: &[String]) -> Result<Vec<String>> {
+        if self.tool != Tool::AptGet || added.is_empty() {
+            return self.remove(packages);
+        }
+        let Some(installed) = self.installed_packages()? else {
+            return self.remove(packages);
+        };
+        let candidates: Vec<String> = added
+            .iter()
+            .map(String::as_str)
+            .chain(packages.iter().copied())
+            .filter(|p| installed.contains(*p))
+            .map(str::to_string)
+            .collect::<BTreeSet<_>>()
+            .into_iter()
+            .collect();
+        if candidates.is_empty() {
+            log::info!("not installed, nothing to remove: {}", packages.join(", "));
+            return Ok(candidates);
+        }
+        let simulation = self.host.run_ok(&apt(["-s", "purge"]).args(&candidates))?;
+        let collateral: Vec<&str> = simulation
+            .stdout
+            .lines()
+            .filter_map(|l| l.strip_prefix("Purg ").or_else(|| l.strip_prefix("Remv ")))
+            .filter_map(|l| l.split_whitespace().next())
+            .filter(|p| !candidates.iter().any(|c| c == p))
+            .collect();
+        if !collateral.is_empty() {
+            log::warn!(
+                "packages installed since depend on what {} brought in ({}): removing only {} and \
+                 the dependencies apt finds unneeded",
+                packages.join(", "),
+                collateral.join(", "),
+                packages.join(", ")
+            );
+            return self.remove(packages);
+        }
+        log::info!(
+            "removing {} and the {} package(s) installed with it with apt-get",
+            packages.join(", "),
+            candidates.len()
+        );
+        self.retrying(&apt(["purge", "-y", "-q"]).args(&candidates))?;
+        Ok(candidates)
     }
 
     /// Removes the installed packages of `packages` (on apt also purging their
@@ -320,12 +409,12 @@ mod tests {
         });
         let pm = PackageManager::detect(&h, Family::Debian, fast()).unwrap();
         assert_eq!(pm.install(&["tuned"]).unwrap(), ["tuned"]);
-        let calls = r.calls();
-        assert_eq!(calls[1], "apt-get -o DPkg::Lock::Timeout=600 update -q");
+        let calls: Vec<String> = r.calls().into_iter().filter(|c| c.starts_with("apt-get")).collect();
+        assert_eq!(calls[0], "apt-get -o DPkg::Lock::Timeout=600 update -q");
         assert!(
-            calls[2].starts_with("apt-get -o DPkg::Lock::Timeout=600 install -y -q") && calls[2].ends_with(" tuned"),
+            calls[1].starts_with("apt-get -o DPkg::Lock::Timeout=600 install -y -q") && calls[1].ends_with(" tuned"),
             "{}",
-            calls[2]
+            calls[1]
         );
     }
 
@@ -398,6 +487,76 @@ mod tests {
         );
         let e = Retry::from_vars(|n| (n == "SKYHOOK_PKG_ATTEMPTS").then(|| "0".into())).unwrap_err();
         assert!(e.to_string().contains("SKYHOOK_PKG_ATTEMPTS=\"0\""), "{e}");
+    }
+
+    #[test]
+    fn install_reports_the_dependencies_it_pulled_in() {
+        let installed = Arc::new(std::sync::Mutex::new(false));
+        let state = installed.clone();
+        let (_d, h, _r) = host(move |c| {
+            let done = *state.lock().unwrap();
+            match (c.program.as_str(), c.args.len()) {
+                ("dpkg-query", 2) if done => Output::exited(
+                    0,
+                    "bash\tinstall ok installed\ntuned\tinstall ok installed\npython3-dbus\tinstall ok installed\nold\tdeinstall ok config-files\n",
+                ),
+                ("dpkg-query", 2) => Output::exited(0, "bash\tinstall ok installed\nold\tdeinstall ok config-files\n"),
+                ("dpkg-query", _) => Output::exited(1, ""),
+                ("apt-get", _) if c.args.contains(&"install".to_string()) => {
+                    *state.lock().unwrap() = true;
+                    Output::exited(0, "")
+                }
+                _ => Output::exited(0, ""),
+            }
+        });
+        let pm = PackageManager::detect(&h, Family::Debian, fast()).unwrap();
+        assert_eq!(pm.install(&["tuned"]).unwrap(), ["python3-dbus", "tuned"]);
+    }
+
+    #[test]
+    fn remove_added_purges_exactly_what_the_install_added() {
+        let (_d, h, r) = host(|c| match (c.program.as_str(), c.args.len()) {
+            ("dpkg-query", 2) => Output::exited(
+                0,
+                "bash\tinstall ok installed\ntuned\tinstall ok installed\npython3-dbus\tinstall ok installed\n",
+            ),
+            ("apt-get", _) if c.args.contains(&"-s".to_string()) => {
+                Output::exited(0, "Purg python3-dbus [1.3]\nPurg tuned [2.20]\n")
+            }
+            _ => Output::exited(0, ""),
+        });
+        let pm = PackageManager::detect(&h, Family::Debian, fast()).unwrap();
+        let added = [
+            "python3-dbus".to_string(),
+            "tuned".to_string(),
+            "gone-already".to_string(),
+        ];
+        assert_eq!(pm.remove_added(&["tuned"], &added).unwrap(), ["python3-dbus", "tuned"]);
+        let calls = r.calls();
+        assert_eq!(
+            calls.last().unwrap(),
+            "apt-get -o DPkg::Lock::Timeout=600 purge -y -q python3-dbus tuned"
+        );
+        assert!(!calls.iter().any(|c| c.contains("--auto-remove")), "{calls:?}");
+    }
+
+    #[test]
+    fn remove_added_falls_back_when_something_new_depends_on_a_dependency() {
+        let (_d, h, r) = host(|c| match (c.program.as_str(), c.args.len()) {
+            ("dpkg-query", 2) => Output::exited(0, "tuned\tinstall ok installed\npython3-dbus\tinstall ok installed\n"),
+            ("dpkg-query", _) => Output::exited(0, "install ok installed\t1"),
+            ("apt-get", _) if c.args.contains(&"-s".to_string()) => {
+                Output::exited(0, "Purg python3-dbus [1]\nPurg tuned [2]\nRemv my-app [1]\n")
+            }
+            _ => Output::exited(0, ""),
+        });
+        let pm = PackageManager::detect(&h, Family::Debian, fast()).unwrap();
+        pm.remove_added(&["tuned"], &["python3-dbus".into(), "tuned".into()])
+            .unwrap();
+        assert_eq!(
+            r.calls().last().unwrap(),
+            "apt-get -o DPkg::Lock::Timeout=600 purge -y -q --auto-remove tuned"
+        );
     }
 
     #[test]

@@ -129,9 +129,16 @@ case \"$1\" in
 esac";
 
 /// `dpkg-query` / `rpm -q` stand-ins: installed when the package's files are there.
+/// A listing of every package (`dpkg-query -W -f=${Package}…`, `rpm -qa`) names tuned.
 fn query_sh(installed: &str, missing: &str) -> String {
     format!(
-        "if [ -e \"$SKYHOOK_HOST_ROOT/usr/sbin/tuned\" ]; then printf '{installed}'; else echo '{missing}' >&2; exit 1; fi"
+        "if [ -e \"$SKYHOOK_HOST_ROOT/usr/sbin/tuned\" ]; then
+  case \"$*\" in
+    *'${{Package}}'*) printf 'tuned\\tinstall ok installed\\n' ;;
+    *-qa*) echo tuned ;;
+    *) printf '{installed}' ;;
+  esac
+else echo '{missing}' >&2; exit 1; fi"
     )
 }
 
