@@ -29,8 +29,14 @@ fn cache_dir() -> PathBuf {
 
 /// Runs `cmd`, panicking with its output and `why` when it fails.
 pub fn must(cmd: &mut Command, why: &str) -> String {
-    let out = cmd.output().unwrap_or_else(|e| panic!("{why}: cannot run {cmd:?}: {e}"));
-    let text = format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr));
+    let out = cmd
+        .output()
+        .unwrap_or_else(|e| panic!("{why}: cannot run {cmd:?}: {e}"));
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
     assert!(out.status.success(), "{why}: {cmd:?} failed ({}):\n{text}", out.status);
     text
 }
@@ -41,7 +47,9 @@ fn ensure_debootstrap() {
     }
     eprintln!("chroot tier: installing debootstrap with apt-get");
     must(
-        Command::new("apt-get").args(["install", "-y", "-q", "debootstrap"]).env("DEBIAN_FRONTEND", "noninteractive"),
+        Command::new("apt-get")
+            .args(["install", "-y", "-q", "debootstrap"])
+            .env("DEBIAN_FRONTEND", "noninteractive"),
         "the chroot tier needs debootstrap (apt-get install debootstrap failed: is the Debian mirror reachable?)",
     );
 }

@@ -9,8 +9,10 @@
 //! missing. Run alone: `cargo test -p skyhook-pkg --test chroot`.
 
 mod debian;
+mod kdump;
 mod readme;
 mod shellscript;
+mod tuned;
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -69,7 +71,11 @@ impl Outcome {
     /// Asserts failure, showing the output otherwise.
     #[track_caller]
     pub fn expect_failure(&self) -> &Self {
-        assert!(!self.ok, "skyhook-pkg run succeeded but should not have:\n{}", self.output);
+        assert!(
+            !self.ok,
+            "skyhook-pkg run succeeded but should not have:\n{}",
+            self.output
+        );
         self
     }
 
@@ -85,13 +91,22 @@ impl Node {
     /// A fresh node, as a real one would be: DNS from this machine, and services
     /// never started by package scripts (policy-rc.d), as in any chroot.
     pub fn new() -> Node {
-        assert!(is_root(), "the chroot tier needs root (chroot(2), debootstrap); run the test suite as root, as CI does");
+        assert!(
+            is_root(),
+            "the chroot tier needs root (chroot(2), debootstrap); run the test suite as root, as CI does"
+        );
         let cached = debian::cached_root();
         let dir = tempfile::tempdir().expect("temporary directory");
         let root = dir.path().join("root");
-        must(Command::new("cp").arg("-a").arg(cached).arg(&root), "copy the cached Debian root");
+        must(
+            Command::new("cp").arg("-a").arg(cached).arg(&root),
+            "copy the cached Debian root",
+        );
         let node = Node { _dir: dir, root };
-        node.write("/etc/resolv.conf", &fs::read_to_string("/etc/resolv.conf").unwrap_or_default());
+        node.write(
+            "/etc/resolv.conf",
+            &fs::read_to_string("/etc/resolv.conf").unwrap_or_default(),
+        );
         node.write("/usr/sbin/policy-rc.d", "#!/bin/sh\nexit 101\n");
         node.chmod("/usr/sbin/policy-rc.d", 0o755);
         node
@@ -134,9 +149,60 @@ impl Node {
     /// Runs a command inside the node (chrooted); returns its output, panicking when it fails.
     pub fn sh(&self, script: &str) -> String {
         must(
-            Command::new("chroot").arg(&self.root).args(["/bin/sh", "-c", script]).env_clear().env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
+            Command::new("chroot")
+                .arg(&self.root)
+                .args(["/bin/sh", "-c", script])
+                .env_clear()
+                .env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin"),
             &format!("in the node: {script}"),
         )
+    }
+
+    /// Installs GRUB's configuration tools (grub2-common) from the mirror and a kernel
+    /// file for them to find, then generates `/boot/grub/grub.cfg` as a node has it.
+    ///
+    /// A chroot has no block devices, so `grub-probe` — the one GRUB tool that asks the
+    /// kernel which disk holds `/` — is replaced by a wrapper describing a disk
+    /// (`/dev/vda1`, ext4, msdos). `update-grub`, `grub-mkconfig` and its scripts are
+    /// the root's own.
+    pub fn install_grub(&self) {
+        self.sh("export DEBIAN_FRONTEND=noninteractive; apt-get update -q >/dev/null \
+             && apt-get install -y -q --no-install-recommends grub2-common >/dev/null");
+        self.write(
+            "/usr/sbin/grub-probe",
+            "#!/bin/sh
+# chroot tier: the disk a real node would have (no block devices in a chroot)
+             for a in \"$@\"; do case \"$a\" in
+               --target=device) echo /dev/vda1; exit 0;;
+               --target=fs) echo ext2; exit 0;;
+               --target=fs_uuid) echo 5c1e7f00-5ca1-4e5e-9a11-5ce4a7105000; exit 0;;
+               --target=partmap) echo msdos; exit 0;;
+               --target=abstraction) exit 0;;
+               --target=drive) echo '(hd0,msdos1)'; exit 0;;
+               --target=compatibility_hint) echo hd0,msdos1; exit 0;;
+               --target=*) exit 0;;
+             esac; done
+exit 1
+",
+        );
+        self.chmod("/usr/sbin/grub-probe", 0o755);
+        self.write(
+            "/boot/vmlinuz-6.1.0-chroot-amd64",
+            "not a kernel: the chroot tier's stand-in for GRUB to list\n",
+        );
+        self.write("/boot/initrd.img-6.1.0-chroot-amd64", "not an initrd\n");
+        self.write("/etc/default/grub", "GRUB_DEFAULT=0\nGRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX_DEFAULT=\"quiet console=ttyS0\"\nGRUB_CMDLINE_LINUX=\"\"\n");
+        self.sh("mkdir -p /boot/grub && update-grub 2>&1");
+    }
+
+    /// The arguments of the `linux` lines of the generated grub.cfg.
+    pub fn grub_kernel_args(&self) -> Vec<Vec<String>> {
+        self.read("/boot/grub/grub.cfg")
+            .unwrap_or_default()
+            .lines()
+            .filter(|l| l.trim_start().starts_with("linux"))
+            .map(|l| l.split_whitespace().skip(2).map(str::to_string).collect())
+            .collect()
     }
 
     /// `skyhook-pkg run <package> <args…> --root <node>`.
@@ -151,7 +217,11 @@ impl Node {
             .expect("run skyhook-pkg");
         Outcome {
             ok: out.status.success(),
-            output: format!("{}{}", String::from_utf8_lossy(&out.stdout), String::from_utf8_lossy(&out.stderr)),
+            output: format!(
+                "{}{}",
+                String::from_utf8_lossy(&out.stdout),
+                String::from_utf8_lossy(&out.stderr)
+            ),
         }
     }
 
@@ -179,6 +249,30 @@ pub const BOOKKEEPING: &[&str] = &[
     "tmp",
 ];
 
+/// What Debian's maintainer scripts leave on a node and `apt-get purge` never takes
+/// back — neither the packages' doing nor ours: ignored, besides [`BOOKKEEPING`], by the
+/// scenarios that install and remove distribution packages. Each entry says why.
+pub const APT_FOOTPRINT: &[&str] = &[
+    // System accounts created by dependencies (messagebus, polkitd, kvm, render…):
+    // Debian policy never deletes a system user or group.
+    "etc/passwd",
+    "etc/passwd-",
+    "etc/group",
+    "etc/group-",
+    "etc/shadow",
+    "etc/shadow-",
+    "etc/gshadow",
+    "etc/gshadow-",
+    // Runtime state (adduser's lock directory), gone at the next boot.
+    "run",
+    // Created by netbase when missing; every real node has one.
+    "etc/hosts",
+    // The empty catalog directory xml-core leaves, and the mode polkitd's
+    // dpkg-statoverride gives its rules directory (kept after the override is gone).
+    "etc/xml",
+    "usr/share/polkit-1/rules.d",
+];
+
 /// A node's file list with a digest of each entry.
 #[derive(Debug, PartialEq, Eq)]
 pub struct Snapshot(BTreeMap<PathBuf, String>);
@@ -198,7 +292,11 @@ impl Snapshot {
         for p in after.0.keys().filter(|p| !self.0.contains_key(*p)) {
             diff.push(format!("left behind: /{}", p.display()));
         }
-        assert!(diff.is_empty(), "the node differs from before:\n  {}", diff.join("\n  "));
+        assert!(
+            diff.is_empty(),
+            "the node differs from before:\n  {}",
+            diff.join("\n  ")
+        );
     }
 }
 
@@ -229,5 +327,7 @@ fn walk(root: &Path, dir: &Path, ignore: &[&str], out: &mut BTreeMap<PathBuf, St
 }
 
 fn fnv(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3))
+    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }

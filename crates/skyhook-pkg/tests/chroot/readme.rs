@@ -44,7 +44,10 @@ fn indent(line: &str) -> usize {
 fn unquote(v: &str) -> String {
     let v = v.trim();
     let v = v.split(" #").next().unwrap_or(v).trim();
-    v.strip_prefix('"').and_then(|s| s.strip_suffix('"')).unwrap_or(v).to_string()
+    v.strip_prefix('"')
+        .and_then(|s| s.strip_suffix('"'))
+        .unwrap_or(v)
+        .to_string()
 }
 
 /// Every package entry of every yaml block of `readme`.
@@ -184,4 +187,3 @@ fn reads_an_scr_example() {
     assert_eq!(ex[0].configmap["stripped"], "no newline");
     assert_eq!(ex[1].name, "other");
 }
-

@@ -26,8 +26,16 @@ fn shellscript_readme_example_runs_every_stage() {
         .expect_ok()
         .expect_output("stage post-interrupt has nothing to run")
         .expect_output("interpreter='/usr/bin/env python3'");
-    assert_eq!(node.read("/etc/motd.d/skyhook").as_deref(), Some(ex.configmap["motd.txt"].as_str()));
-    let limit = &ex.env.iter().find(|(k, _)| k == "NOFILE_LIMIT").expect("NOFILE_LIMIT in the example").1;
+    assert_eq!(
+        node.read("/etc/motd.d/skyhook").as_deref(),
+        Some(ex.configmap["motd.txt"].as_str())
+    );
+    let limit = &ex
+        .env
+        .iter()
+        .find(|(k, _)| k == "NOFILE_LIMIT")
+        .expect("NOFILE_LIMIT in the example")
+        .1;
     assert_eq!(node.read(DROP_IN), Some(format!("[Service]\nLimitNOFILE={limit}\n")));
 
     // The same again changes nothing.
@@ -38,12 +46,16 @@ fn shellscript_readme_example_runs_every_stage() {
     // A check that finds the node changed by hand fails with the script's message and
     // exit code; config puts it right.
     node.write(DROP_IN, "[Service]\nLimitNOFILE=1\n");
-    run(&["config-check"]).expect_failure().expect_output(&format!("does not set LimitNOFILE={limit}"));
+    run(&["config-check"])
+        .expect_failure()
+        .expect_output(&format!("does not set LimitNOFILE={limit}"));
     run(&["config"]).expect_ok();
     installed.assert_same(&node.snapshot(BOOKKEEPING));
 
     // A newer version upgrades, and the script sees both versions.
-    run(&["--lifecycle", "--version", "2.0.1"]).expect_ok().expect_output("2.0.0 -> 2.0.1");
+    run(&["--lifecycle", "--version", "2.0.1"])
+        .expect_ok()
+        .expect_output("2.0.0 -> 2.0.1");
 
     // Uninstall leaves the node as it was.
     run(&["uninstall"]).expect_ok();
