@@ -90,7 +90,7 @@ impl Outcome {
 impl Node {
     /// A fresh node, as a real one would be: DNS from this machine, and services
     /// never started by package scripts (policy-rc.d), as in any chroot.
-    pub fn new() -> Node {
+    pub fn fresh() -> Node {
         assert!(
             is_root(),
             "the chroot tier needs root (chroot(2), debootstrap); run the test suite as root, as CI does"

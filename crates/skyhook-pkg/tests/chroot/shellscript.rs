@@ -12,7 +12,7 @@ fn shellscript_readme_example_runs_every_stage() {
         .into_iter()
         .find(|e| e.configmap.contains_key("apply.sh"))
         .expect("shellscript/README.md has an SCR example with apply.sh");
-    let node = Node::new();
+    let node = Node::fresh();
     let before = node.snapshot(BOOKKEEPING);
     let args = ex.args();
     let run = |extra: &[&str]| {

@@ -11,7 +11,7 @@ const SCRIPT: &str = "#!/bin/sh\n# gpu_init: called by tuned with start/stop\nex
 
 #[test]
 fn tuned_custom_profile_with_a_builtin_include_and_a_script() {
-    let node = Node::new();
+    let node = Node::fresh();
     let ignore = [BOOKKEEPING, APT_FOOTPRINT].concat();
     let before = node.snapshot(&ignore);
     let profile = format!("gpu-node={PROFILE}");
