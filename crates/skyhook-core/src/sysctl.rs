@@ -204,13 +204,21 @@ pub fn presence(host: &Host, key: &Key) -> Result<Presence, HostError> {
     })
 }
 
-/// The live value of `key` (trailing newline removed), `None` when the kernel has no such key.
+/// The live value of `key` (trailing newline removed), `None` when the kernel has
+/// no such key (or `key` is a directory of keys).
 pub fn read(host: &Host, key: &Key) -> Result<Option<String>, HostError> {
     let path = key.proc_path();
     let real = host.path(&path)?;
     match fs::read(&real) {
         Ok(b) => Ok(Some(String::from_utf8_lossy(&b).trim_end_matches('\n').to_string())),
-        Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::NotADirectory) => Ok(None),
+        Err(e)
+            if matches!(
+                e.kind(),
+                io::ErrorKind::NotFound | io::ErrorKind::NotADirectory | io::ErrorKind::IsADirectory
+            ) =>
+        {
+            Ok(None)
+        }
         Err(e) => Err(HostError::io("read", path, e)),
     }
 }
@@ -403,6 +411,7 @@ mod tests {
         write(&h, &key, "10").unwrap();
         assert_eq!(read(&h, &key).unwrap().as_deref(), Some("10"));
         assert_eq!(read(&h, &k("vm.nope")).unwrap(), None);
+        assert_eq!(read(&h, &k("vm")).unwrap(), None, "a directory");
         assert!(write(&h, &k("vm.nope"), "1").is_err(), "never creates a key");
         assert!(!h.exists("/proc/sys/vm/nope"));
     }

@@ -118,6 +118,12 @@ impl Node {
         &self.copy_dir
     }
 
+    /// The directory of stand-in commands (`SKYHOOK_HOST_COMMANDS`), where a test can
+    /// also keep data its stand-ins answer from.
+    pub fn commands_dir(&self) -> &Path {
+        &self.commands
+    }
+
     /// Where the host path `path` lives in this node.
     pub fn path(&self, path: &str) -> PathBuf {
         self.root.join(path.trim_start_matches('/'))
