@@ -10,18 +10,17 @@
 //!   before are recorded and put back when ours are removed.
 //! - GRUB defaults (RHEL-like without grubby): our arguments appended to
 //!   `GRUB_CMDLINE_LINUX` in `/etc/default/grub`, then `grub2-mkconfig`.
+//!
+//! Built on [`crate::kernel_args`] (argument keys, grubby, GRUB defaults parsing).
 
 use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::bootloader::{BootConfig, render_drop_in, split_cmdline};
-use crate::command::Cmd;
+use crate::bootloader::{BootConfig, render_drop_in};
 use crate::error::{Error, Result};
 use crate::host::Host;
-
-/// The GRUB defaults file.
-pub const GRUB_DEFAULT: &str = "/etc/default/grub";
+use crate::kernel_args::{GRUB_DEFAULTS, assignment_args, grubby_update, key_of};
 
 /// What a package's kernel arguments did to the boot configuration.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -49,10 +48,6 @@ fn method(boot: &BootConfig) -> &'static str {
         BootConfig::Grubby => "grubby",
         BootConfig::GrubDefault { .. } => "grub-default",
     }
-}
-
-fn name_of(arg: &str) -> &str {
-    arg.split_once('=').map_or(arg, |(k, _)| k)
 }
 
 /// Whether the boot configuration already carries `wanted` as `record` says, with
@@ -113,18 +108,10 @@ pub fn apply(
             }
         }
         BootConfig::Grubby => {
-            let grubby = |flag: &str, args: &[String]| -> Result<()> {
-                host.run_ok(
-                    &Cmd::new("grubby")
-                        .arg("--update-kernel=ALL")
-                        .arg(format!("{flag}={}", args.join(" "))),
-                )?;
-                Ok(())
-            };
             if record.method == "grubby" && !record.args.is_empty() {
-                grubby("--remove-args", &record.args)?;
+                grubby_update(host, "ALL", &[], &record.args)?;
                 if !record.replaced.is_empty() {
-                    grubby("--args", &record.replaced)?;
+                    grubby_update(host, "ALL", &record.replaced, &[])?;
                 }
                 changed = true;
             }
@@ -133,9 +120,9 @@ pub fn apply(
                 let before = boot.entries(host)?.into_iter().next().unwrap_or_default();
                 replaced = before
                     .into_iter()
-                    .filter(|a| wanted.iter().any(|w| name_of(w) == name_of(a)))
+                    .filter(|a| wanted.iter().any(|w| key_of(w) == key_of(a)))
                     .collect();
-                grubby("--args", wanted)?;
+                grubby_update(host, "ALL", wanted, &[])?;
                 changed = true;
             }
             ArgsRecord {
@@ -167,16 +154,9 @@ pub fn apply(
 /// Removes `previous` (one occurrence each, the last) from `GRUB_CMDLINE_LINUX` in
 /// the GRUB defaults and appends `wanted`; returns whether the file changed.
 fn edit_grub_default(host: &Host, previous: &[String], wanted: &[String]) -> Result<bool> {
-    let text = host.read_to_string(GRUB_DEFAULT)?.unwrap_or_default();
-    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
-    let index = lines
-        .iter()
-        .rposition(|l| l.trim_start().starts_with("GRUB_CMDLINE_LINUX="));
-    let current = index.map(|i| {
-        let raw = lines[i].trim_start()["GRUB_CMDLINE_LINUX=".len()..].trim();
-        raw.trim_matches(|c| c == '"' || c == '\'').to_string()
-    });
-    let mut args = split_cmdline(current.as_deref().unwrap_or(""));
+    const VAR: &str = "GRUB_CMDLINE_LINUX";
+    let text = host.read_to_string(GRUB_DEFAULTS)?.unwrap_or_default();
+    let mut args = assignment_args(&text, VAR).unwrap_or_default();
     for p in previous {
         if let Some(i) = args.iter().rposition(|a| a == p) {
             args.remove(i);
@@ -185,11 +165,15 @@ fn edit_grub_default(host: &Host, previous: &[String], wanted: &[String]) -> Res
     args.extend(wanted.iter().cloned());
     if args.iter().any(|a| a.contains('"')) {
         return Err(Error::action(format!(
-            "GRUB_CMDLINE_LINUX in {GRUB_DEFAULT} holds a quoted argument; edit it by hand or install grubby"
+            "{VAR} in {GRUB_DEFAULTS} holds a quoted argument; edit it by hand or install grubby"
         )));
     }
-    let line = format!("GRUB_CMDLINE_LINUX=\"{}\"", args.join(" "));
-    match index {
+    let line = format!("{VAR}=\"{}\"", args.join(" "));
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    match lines
+        .iter()
+        .rposition(|l| l.trim_start().starts_with(&format!("{VAR}=")))
+    {
         Some(i) => lines[i] = line,
         None => lines.push(line),
     }
@@ -198,8 +182,8 @@ fn edit_grub_default(host: &Host, previous: &[String], wanted: &[String]) -> Res
     if new == text {
         return Ok(false);
     }
-    let mode = host.mode(GRUB_DEFAULT)?.unwrap_or(0o644);
-    Ok(host.write(GRUB_DEFAULT, new.as_bytes(), mode)?)
+    let mode = host.mode(GRUB_DEFAULTS)?.unwrap_or(0o644);
+    Ok(host.write(GRUB_DEFAULTS, new.as_bytes(), mode)?)
 }
 
 #[cfg(test)]
@@ -288,16 +272,16 @@ mod tests {
             output: "/boot/grub2/grub.cfg".into(),
         };
         let before = "GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX=\"crashkernel=auto rhgb quiet\"\n";
-        h.write(GRUB_DEFAULT, before.as_bytes(), 0o644).unwrap();
+        h.write(GRUB_DEFAULTS, before.as_bytes(), 0o644).unwrap();
         let p = Path::new(DROP_IN);
         let (rec, _) = apply(&h, &boot, p, "ours", &ArgsRecord::default(), &s(&["quiet", "iommu=pt"])).unwrap();
         assert_eq!(
-            h.read_to_string(GRUB_DEFAULT).unwrap().unwrap(),
+            h.read_to_string(GRUB_DEFAULTS).unwrap().unwrap(),
             "GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX=\"crashkernel=auto rhgb quiet quiet iommu=pt\"\n"
         );
         apply(&h, &boot, p, "ours", &rec, &[]).unwrap();
         assert_eq!(
-            h.read_to_string(GRUB_DEFAULT).unwrap().unwrap(),
+            h.read_to_string(GRUB_DEFAULTS).unwrap().unwrap(),
             before,
             "the distribution's quiet stays"
         );

@@ -118,8 +118,8 @@ impl Node {
         &self.copy_dir
     }
 
-    /// The directory of stand-in commands (`SKYHOOK_HOST_COMMANDS`), where a test can
-    /// also keep data its stand-ins answer from.
+    /// The directory of stand-in commands (`SKYHOOK_HOST_COMMANDS`): stand-ins may keep
+    /// the state of what they simulate there, outside the host root.
     pub fn commands_dir(&self) -> &Path {
         &self.commands
     }
