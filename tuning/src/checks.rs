@@ -187,9 +187,11 @@ pub fn post_interrupt_check(step: &Step) -> Result<Outcome> {
 }
 
 fn check_live_sysctl(host: &Host, conf: &sysctl::SysctlConf, c: &mut Checklist) -> Result<()> {
-    for e in &conf.entries {
+    let keys: Vec<&Key> = conf.entries.iter().map(|e| &e.a.key).collect();
+    let values = ksysctl::read_many(host, &keys)?;
+    for (e, value) in conf.entries.iter().zip(values) {
         let a = &e.a;
-        match ksysctl::read(host, &a.key)? {
+        match value {
             None if a.ignore_failure => c.skip(format!("{}: not in this kernel ('-' prefix)", a.key)),
             None => c.fail(format!(
                 "{} does not exist in this kernel (configMap key {} line {})",

@@ -101,8 +101,9 @@ pub struct Live {
 pub fn read_live(host: &Host, conf: &SysctlConf) -> Result<Vec<Live>> {
     let mut problems = Vec::new();
     let mut out = Vec::with_capacity(conf.entries.len());
-    for e in &conf.entries {
-        let current = sysctl::read(host, &e.a.key)?;
+    let keys: Vec<&Key> = conf.entries.iter().map(|e| &e.a.key).collect();
+    let values = sysctl::read_many(host, &keys)?;
+    for (e, current) in conf.entries.iter().zip(values) {
         if current.is_none() {
             let what = match sysctl::presence(host, &e.a.key)? {
                 Presence::Directory => "is a directory of kernel parameters, not a parameter",
