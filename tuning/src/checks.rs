@@ -14,7 +14,7 @@
 
 use std::collections::BTreeSet;
 
-use skyhook_core::bootargs;
+use skyhook_core::bootargs::OwnArgs;
 use skyhook_core::bootloader::{self, contains_in_order};
 use skyhook_core::limits::{self, ProcessLimits, Rlim};
 use skyhook_core::sysctl::{self as ksysctl, Key};
@@ -136,7 +136,14 @@ fn check_boot_config(host: &Host, paths: &Paths, desired: &Desired, state: &Stat
         }
     };
     let header = paths.header(grub::KEY);
-    if !bootargs::is_current(host, &boot, &paths.grub(), &header, &state.grub, &desired.grub)? {
+    let grub_path = paths.grub();
+    let own = OwnArgs {
+        host,
+        boot: &boot,
+        drop_in: &grub_path,
+        header: &header,
+    };
+    if !own.is_current(&state.grub, &desired.grub)? {
         c.fail(format!(
             "the kernel arguments of configMap key {} ({}) are not applied: run config",
             grub::KEY,

@@ -125,12 +125,7 @@ impl DropIn {
 
     /// The drop-in's content: the header, then the value verbatim.
     pub fn render(&self, paths: &Paths) -> String {
-        let mut out = paths.comment(&self.key);
-        out.push_str(&self.text);
-        if !self.text.is_empty() && !self.text.ends_with('\n') {
-            out.push('\n');
-        }
-        out
+        paths.verbatim(&self.key, &self.text)
     }
 }
 

@@ -114,6 +114,17 @@ impl Paths {
     pub fn comment(&self, key: &str) -> String {
         self.header(key).lines().map(|l| format!("# {l}\n")).collect()
     }
+
+    /// A file holding the value of configMap key `key` verbatim below the header,
+    /// ending in a newline.
+    pub fn verbatim(&self, key: &str, value: &str) -> String {
+        let mut out = self.comment(key);
+        out.push_str(value);
+        if !value.is_empty() && !value.ends_with('\n') {
+            out.push('\n');
+        }
+        out
+    }
 }
 
 #[cfg(test)]

@@ -20,7 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
-use skyhook_core::bootargs;
+use skyhook_core::bootargs::OwnArgs;
 use skyhook_core::error::bad_line;
 use skyhook_core::state::StateStore;
 use skyhook_core::sysctl::{self as ksysctl, Key};
@@ -220,8 +220,14 @@ pub fn config(step: &Step) -> Result<Outcome> {
     } else {
         None
     };
+    let own = |boot| OwnArgs {
+        host,
+        boot,
+        drop_in: &grub_path,
+        header: &header,
+    };
     let grub_change = match &boot {
-        Some(b) => !bootargs::is_current(host, b, &grub_path, &header, &state.grub, &desired.grub)?,
+        Some(b) => !own(b).is_current(&state.grub, &desired.grub)?,
         None => false,
     };
     let changed_units: BTreeSet<String> = writes
@@ -284,7 +290,7 @@ pub fn config(step: &Step) -> Result<Outcome> {
     if let Some(b) = &boot
         && intent.pending.boot_config
     {
-        let (record, changed) = bootargs::apply(host, b, &grub_path, &header, &intent.grub, &desired.grub)?;
+        let (record, changed) = own(b).apply(&intent.grub, &desired.grub)?;
         if !changed {
             b.regenerate(host)?;
         }

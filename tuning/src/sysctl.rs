@@ -70,12 +70,7 @@ impl SysctlConf {
 
     /// The drop-in's content: the header, then the value verbatim.
     pub fn render(&self, paths: &Paths) -> String {
-        let mut out = paths.comment(KEY);
-        out.push_str(&self.text);
-        if !self.text.is_empty() && !self.text.ends_with('\n') {
-            out.push('\n');
-        }
-        out
+        paths.verbatim(KEY, &self.text)
     }
 
     /// The wanted value of each key.

@@ -5,7 +5,7 @@
 //! entry needs it, systemd is reloaded and the boot configuration regenerated when
 //! their files went, and the state is forgotten.
 
-use skyhook_core::bootargs;
+use skyhook_core::bootargs::OwnArgs;
 use skyhook_core::{Checklist, Interrupt, Outcome, Result, Step};
 
 use crate::reconcile::{describe, persist, remove_files, restore_live};
@@ -58,7 +58,13 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     let mut needs: Vec<Interrupt> = removed.units.iter().map(|u| Interrupt::service([u.as_str()])).collect();
     if let Some(b) = &boot {
         let header = paths.header(grub::KEY);
-        let (record, changed) = bootargs::apply(host, b, &grub_path, &header, &state.grub, &[])?;
+        let own = OwnArgs {
+            host,
+            boot: b,
+            drop_in: &grub_path,
+            header: &header,
+        };
+        let (record, changed) = own.apply(&state.grub, &[])?;
         if !changed {
             b.regenerate(host)?;
         }

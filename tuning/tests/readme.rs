@@ -185,8 +185,8 @@ fn the_readme_examples_work_as_written() {
         run(&n, "config-check", 0);
         // The interrupt: a reboot, and each service restarted with its drop-in's limits.
         reboot(&n);
-        let mut pid = 100;
-        for (key, value) in entry.configmap.iter().filter(|(k, _)| k.starts_with("service_")) {
+        let services = entry.configmap.iter().filter(|(k, _)| k.starts_with("service_"));
+        for (pid, (key, value)) in (100..).zip(services) {
             let d = tuning::dropin::DropIn::parse(key, value).unwrap();
             let rows: Vec<(String, String, String)> = d
                 .limits
@@ -198,7 +198,6 @@ fn the_readme_examples_work_as_written() {
                 .map(|(a, b, c)| (a.as_str(), b.as_str(), c.as_str()))
                 .collect();
             service(&n, &format!("{}.service", d.unit), pid, &rows);
-            pid += 1;
         }
         run(&n, "post-interrupt-check", 0);
     }

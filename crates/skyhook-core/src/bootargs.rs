@@ -50,105 +50,109 @@ fn method(boot: &BootConfig) -> &'static str {
     }
 }
 
-/// Whether the boot configuration already carries `wanted` as `record` says, with
-/// nothing to run: for drop-ins the file must also hold exactly what it should.
-pub fn is_current(
-    host: &Host,
-    boot: &BootConfig,
-    drop_in: &Path,
-    header: &str,
-    record: &ArgsRecord,
-    wanted: &[String],
-) -> Result<bool> {
-    if record.args != wanted {
-        return Ok(false);
-    }
-    if wanted.is_empty() {
-        return Ok(!host.exists(drop_in));
-    }
-    if record.method != method(boot) {
-        return Ok(false);
-    }
-    Ok(match boot {
-        BootConfig::GrubDropIns { .. } => {
-            host.has_content(drop_in, render_drop_in(header, wanted).as_bytes(), 0o644)?
-        }
-        _ => true,
-    })
+/// A package's kernel arguments on one host: the boot configuration, and the
+/// Debian-like drop-in file (with its comment) that holds them there.
+#[derive(Debug, Clone, Copy)]
+pub struct OwnArgs<'a> {
+    /// The host.
+    pub host: &'a Host,
+    /// Its boot configuration.
+    pub boot: &'a BootConfig,
+    /// The package's drop-in (`/etc/default/grub.d/<name>.cfg`), used with drop-ins.
+    pub drop_in: &'a Path,
+    /// The drop-in's comment lines (without `# `).
+    pub header: &'a str,
 }
 
-/// Makes the boot configuration carry `wanted` (nothing when empty) as the
-/// package's arguments, undoing what `record` says was done before, and regenerates
-/// the boot configuration when it changed. `drop_in` and `header` are the Debian-like
-/// drop-in file and its comment. Returns the new record and whether anything changed.
-/// Arguments must have passed [`crate::bootloader::check_arg`].
-pub fn apply(
-    host: &Host,
-    boot: &BootConfig,
-    drop_in: &Path,
-    header: &str,
-    record: &ArgsRecord,
-    wanted: &[String],
-) -> Result<(ArgsRecord, bool)> {
-    if is_current(host, boot, drop_in, header, record, wanted)? {
-        return Ok((record.clone(), false));
-    }
-    let mut changed = false;
-    let new = match boot {
-        BootConfig::GrubDropIns { .. } => {
-            changed |= if wanted.is_empty() {
-                host.remove(drop_in)?
-            } else {
-                host.write(drop_in, render_drop_in(header, wanted).as_bytes(), 0o644)?
-            };
-            ArgsRecord {
-                args: wanted.to_vec(),
-                method: method(boot).into(),
-                replaced: Vec::new(),
-            }
+impl OwnArgs<'_> {
+    /// Whether the boot configuration already carries `wanted` as `record` says, with
+    /// nothing to run: for drop-ins the file must also hold exactly what it should.
+    pub fn is_current(&self, record: &ArgsRecord, wanted: &[String]) -> Result<bool> {
+        let (host, boot) = (self.host, self.boot);
+        if record.args != wanted {
+            return Ok(false);
         }
-        BootConfig::Grubby => {
-            if record.method == "grubby" && !record.args.is_empty() {
-                grubby_update(host, "ALL", &[], &record.args)?;
-                if !record.replaced.is_empty() {
-                    grubby_update(host, "ALL", &record.replaced, &[])?;
+        if wanted.is_empty() {
+            return Ok(!host.exists(self.drop_in));
+        }
+        if record.method != method(boot) {
+            return Ok(false);
+        }
+        Ok(match boot {
+            BootConfig::GrubDropIns { .. } => {
+                host.has_content(self.drop_in, render_drop_in(self.header, wanted).as_bytes(), 0o644)?
+            }
+            _ => true,
+        })
+    }
+
+    /// Makes the boot configuration carry `wanted` (nothing when empty) as the
+    /// package's arguments, undoing what `record` says was done before, and
+    /// regenerates the boot configuration when it changed. Returns the new record and
+    /// whether anything changed. Arguments must have passed
+    /// [`crate::bootloader::check_arg`].
+    pub fn apply(&self, record: &ArgsRecord, wanted: &[String]) -> Result<(ArgsRecord, bool)> {
+        let (host, boot) = (self.host, self.boot);
+        if self.is_current(record, wanted)? {
+            return Ok((record.clone(), false));
+        }
+        let mut changed = false;
+        let new = match boot {
+            BootConfig::GrubDropIns { .. } => {
+                changed |= if wanted.is_empty() {
+                    host.remove(self.drop_in)?
+                } else {
+                    host.write(self.drop_in, render_drop_in(self.header, wanted).as_bytes(), 0o644)?
+                };
+                ArgsRecord {
+                    args: wanted.to_vec(),
+                    method: method(boot).into(),
+                    replaced: Vec::new(),
                 }
-                changed = true;
             }
-            let mut replaced = Vec::new();
-            if !wanted.is_empty() {
-                let before = boot.entries(host)?.into_iter().next().unwrap_or_default();
-                replaced = before
-                    .into_iter()
-                    .filter(|a| wanted.iter().any(|w| key_of(w) == key_of(a)))
-                    .collect();
-                grubby_update(host, "ALL", wanted, &[])?;
-                changed = true;
+            BootConfig::Grubby => {
+                if record.method == "grubby" && !record.args.is_empty() {
+                    grubby_update(host, "ALL", &[], &record.args)?;
+                    if !record.replaced.is_empty() {
+                        grubby_update(host, "ALL", &record.replaced, &[])?;
+                    }
+                    changed = true;
+                }
+                let mut replaced = Vec::new();
+                if !wanted.is_empty() {
+                    let before = boot.entries(host)?.into_iter().next().unwrap_or_default();
+                    replaced = before
+                        .into_iter()
+                        .filter(|a| wanted.iter().any(|w| key_of(w) == key_of(a)))
+                        .collect();
+                    grubby_update(host, "ALL", wanted, &[])?;
+                    changed = true;
+                }
+                ArgsRecord {
+                    args: wanted.to_vec(),
+                    method: method(boot).into(),
+                    replaced,
+                }
             }
-            ArgsRecord {
-                args: wanted.to_vec(),
-                method: method(boot).into(),
-                replaced,
+            BootConfig::GrubDefault { .. } => {
+                let previous: &[String] = if record.method == "grub-default" {
+                    &record.args
+                } else {
+                    &[]
+                };
+                changed |= edit_grub_default(host, previous, wanted)?;
+                ArgsRecord {
+                    args: wanted.to_vec(),
+                    method: method(boot).into(),
+                    replaced: Vec::new(),
+                }
             }
+        };
+        if changed {
+            boot.regenerate(host)?;
         }
-        BootConfig::GrubDefault { .. } => {
-            let previous: &[String] = if record.method == "grub-default" {
-                &record.args
-            } else {
-                &[]
-            };
-            changed |= edit_grub_default(host, previous, wanted)?;
-            ArgsRecord {
-                args: wanted.to_vec(),
-                method: method(boot).into(),
-                replaced: Vec::new(),
-            }
-        }
-    };
-    if changed {
-        boot.regenerate(host)?;
+        Ok((new, changed))
     }
-    Ok((new, changed))
 }
 
 /// Removes `previous` (one occurrence each, the last) from `GRUB_CMDLINE_LINUX` in
@@ -219,8 +223,14 @@ mod tests {
             output: "/boot/grub/grub.cfg".into(),
         };
         let p = Path::new(DROP_IN);
+        let own = OwnArgs {
+            host: &h,
+            boot: &boot,
+            drop_in: p,
+            header: "ours",
+        };
         let want = s(&["hugepagesz=1G", "hugepages=4"]);
-        let (rec, changed) = apply(&h, &boot, p, "ours", &ArgsRecord::default(), &want).unwrap();
+        let (rec, changed) = own.apply(&ArgsRecord::default(), &want).unwrap();
         assert!(changed);
         assert_eq!(rec.args, want);
         assert!(
@@ -229,11 +239,11 @@ mod tests {
                 .unwrap()
                 .contains("${GRUB_CMDLINE_LINUX_DEFAULT} hugepagesz=1G hugepages=4")
         );
-        assert!(is_current(&h, &boot, p, "ours", &rec, &want).unwrap());
-        let (rec2, changed) = apply(&h, &boot, p, "ours", &rec, &want).unwrap();
+        assert!(own.is_current(&rec, &want).unwrap());
+        let (rec2, changed) = own.apply(&rec, &want).unwrap();
         assert!(!changed);
         assert_eq!(rec2, rec);
-        let (rec3, changed) = apply(&h, &boot, p, "ours", &rec, &[]).unwrap();
+        let (rec3, changed) = own.apply(&rec, &[]).unwrap();
         assert!(changed && rec3.is_empty() && !h.exists(p));
         let calls: Vec<String> = runner.calls().into_iter().filter(|c| !c.starts_with("which")).collect();
         assert_eq!(calls, ["update-grub", "update-grub"]);
@@ -242,16 +252,18 @@ mod tests {
     #[test]
     fn grubby_puts_back_the_arguments_ours_replaced() {
         let (_d, h, runner) = host();
-        let p = Path::new(DROP_IN);
+        let own = OwnArgs {
+            host: &h,
+            boot: &BootConfig::Grubby,
+            drop_in: Path::new(DROP_IN),
+            header: "ours",
+        };
         let want = s(&["hugepages=4", "iommu=pt"]);
-        let (rec, changed) = apply(&h, &BootConfig::Grubby, p, "ours", &ArgsRecord::default(), &want).unwrap();
+        let (rec, changed) = own.apply(&ArgsRecord::default(), &want).unwrap();
         assert!(changed);
         assert_eq!(rec.replaced, s(&["hugepages=2"]));
-        assert!(
-            !apply(&h, &BootConfig::Grubby, p, "ours", &rec, &want).unwrap().1,
-            "no command when current"
-        );
-        let (rec, _) = apply(&h, &BootConfig::Grubby, p, "ours", &rec, &[]).unwrap();
+        assert!(!own.apply(&rec, &want).unwrap().1, "no command when current");
+        let (rec, _) = own.apply(&rec, &[]).unwrap();
         assert!(rec.is_empty());
         let calls: Vec<String> = runner.calls().into_iter().filter(|c| !c.starts_with("which")).collect();
         assert_eq!(
@@ -273,13 +285,18 @@ mod tests {
         };
         let before = "GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX=\"crashkernel=auto rhgb quiet\"\n";
         h.write(GRUB_DEFAULTS, before.as_bytes(), 0o644).unwrap();
-        let p = Path::new(DROP_IN);
-        let (rec, _) = apply(&h, &boot, p, "ours", &ArgsRecord::default(), &s(&["quiet", "iommu=pt"])).unwrap();
+        let own = OwnArgs {
+            host: &h,
+            boot: &boot,
+            drop_in: Path::new(DROP_IN),
+            header: "ours",
+        };
+        let (rec, _) = own.apply(&ArgsRecord::default(), &s(&["quiet", "iommu=pt"])).unwrap();
         assert_eq!(
             h.read_to_string(GRUB_DEFAULTS).unwrap().unwrap(),
             "GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX=\"crashkernel=auto rhgb quiet quiet iommu=pt\"\n"
         );
-        apply(&h, &boot, p, "ours", &rec, &[]).unwrap();
+        own.apply(&rec, &[]).unwrap();
         assert_eq!(
             h.read_to_string(GRUB_DEFAULTS).unwrap().unwrap(),
             before,
