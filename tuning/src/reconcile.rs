@@ -369,3 +369,49 @@ pub fn describe(path: &Path) -> &'static str {
         "GRUB drop-in"
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::sysctl::SysctlConf;
+
+    fn live() -> Live {
+        let conf = SysctlConf::parse("vm.swappiness = 10\nvm.dirty_ratio = lots\n").unwrap();
+        Live {
+            entry: conf.entries[1].clone(),
+            current: Some("20".into()),
+        }
+    }
+
+    #[test]
+    fn a_value_the_kernel_refuses_is_bad_input_naming_the_line() {
+        let e = refusal(
+            &live(),
+            HostError::io(
+                "write",
+                "/proc/sys/vm/dirty_ratio",
+                std::io::Error::from_raw_os_error(22),
+            ),
+        );
+        assert_eq!(e.exit_code(), 2);
+        let m = e.to_string();
+        assert!(
+            m.contains("\"sysctl.conf\" line 2 (\"vm.dirty_ratio = lots\"): the kernel refused vm.dirty_ratio = lots"),
+            "{m}"
+        );
+    }
+
+    #[test]
+    fn a_write_the_host_forbids_is_an_action_failure() {
+        let e = refusal(
+            &live(),
+            HostError::io(
+                "write",
+                "/proc/sys/vm/dirty_ratio",
+                std::io::Error::from_raw_os_error(1),
+            ),
+        );
+        assert_eq!(e.exit_code(), 1);
+        assert!(e.to_string().contains("values set before it were put back"), "{e}");
+    }
+}
