@@ -1,8 +1,28 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The tuning package: sysctl, user limits, systemd service limits and kernel arguments, declaratively.
+//! The tuning package: kernel parameters (`sysctl.conf`), user limits
+//! (`ulimit.conf`), systemd service drop-ins (`service_<unit>.conf`) and kernel
+//! arguments (`grub.conf`), declaratively: config makes the node match the
+//! configMap exactly, the checks prove it, uninstall undoes it, and upgrade takes
+//! over a node tuned by the bash package (1.x).
 //!
-//! Skeleton: the modes are declared in config.json but not implemented yet; every
-//! mode answers "not implemented" with exit code 2.
+//! One module per concern: [`input`] parses and validates the whole configMap
+//! ([`sysctl`], [`ulimit`], [`dropin`], [`grub`]), [`reconcile`] is config,
+//! [`checks`] the check modes, [`uninstall`] the removal, [`legacy`] the bash
+//! package's leftovers and the upgrade, [`shared`] what the node's tuning entries share (pam_limits, directories),
+//! [`state`] what was done, [`paths`] where the files live.
+
+pub mod checks;
+pub mod dropin;
+pub mod grub;
+pub mod input;
+pub mod legacy;
+pub mod paths;
+pub mod reconcile;
+pub mod shared;
+pub mod state;
+pub mod sysctl;
+pub mod ulimit;
+pub mod uninstall;
 
 use skyhook_core::{Error, Mode, Outcome, Package, Result, Step};
 
@@ -23,6 +43,15 @@ impl Package for Tuning {
     ];
 
     fn run(&self, step: &Step) -> Result<Outcome> {
-        Err(Error::Mode(format!("mode {} is not implemented yet", step.mode())))
+        match step.mode() {
+            Mode::Config => reconcile::config(step),
+            Mode::ConfigCheck => checks::config_check(step),
+            Mode::PostInterruptCheck => checks::post_interrupt_check(step),
+            Mode::Upgrade => legacy::upgrade(step),
+            Mode::UpgradeCheck => legacy::upgrade_check(step),
+            Mode::Uninstall => uninstall::uninstall(step),
+            Mode::UninstallCheck => uninstall::uninstall_check(step),
+            other => Err(Error::Mode(format!("tuning does not implement mode {other}"))),
+        }
     }
 }

@@ -59,6 +59,13 @@ impl ConfigMaps {
             }
             let path = entry.path();
             if path.is_dir() {
+                // A ConfigMap key is always a file; a directory here means a key with a
+                // '/' in it was written out (e.g. "service_../x.conf"), which Kubernetes
+                // itself would refuse. Refuse it rather than silently ignore it.
+                bad.push(format!(
+                    "configMap entry {name:?} in {} is a directory, not a key: ConfigMap keys are files                      and cannot contain '/' (allowed: letters, digits, '-', '.', '_')",
+                    dir.display()
+                ));
                 continue;
             }
             let value = fs::read(&path).map_err(|e| HostError::io("read configMap value", &path, e))?;
@@ -166,6 +173,19 @@ mod tests {
         assert_eq!(m.text("empty").unwrap(), Some(""));
         assert_eq!(m.text("absent").unwrap(), None);
         assert_eq!(m.path("x"), d.path().join("x"));
+    }
+
+    #[test]
+    fn rejects_directories_as_keys() {
+        let d = tempfile::tempdir().unwrap();
+        fs::create_dir(d.path().join("service_..")).unwrap();
+        fs::write(d.path().join("service_..").join("x.conf"), "[Service]\n").unwrap();
+        let e = ConfigMaps::load(d.path()).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(
+            e.to_string().contains("\"service_..\"") && e.to_string().contains("directory"),
+            "{e}"
+        );
     }
 
     #[test]

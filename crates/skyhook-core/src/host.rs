@@ -186,6 +186,39 @@ impl Host {
         self.path(path).is_ok_and(|p| p.is_dir())
     }
 
+    /// Where `path` leads after following its symbolic links (up to 16) the way the
+    /// host would: absolute targets resolve under the host root, so a scratch root
+    /// never reaches this machine's own files. Only the last component is followed.
+    pub fn resolve_links(&self, path: impl AsRef<Path>) -> Result<PathBuf, HostError> {
+        let mut current = path.as_ref().to_path_buf();
+        for _ in 0..16 {
+            let Some(target) = self.read_link(&current)? else {
+                return Ok(current);
+            };
+            let joined = if target.is_absolute() {
+                target
+            } else {
+                current.parent().unwrap_or(Path::new("/")).join(target)
+            };
+            let mut clean = PathBuf::from("/");
+            for c in joined.components() {
+                match c {
+                    Component::ParentDir => {
+                        clean.pop();
+                    }
+                    Component::Normal(n) => clean.push(n),
+                    _ => {}
+                }
+            }
+            current = clean;
+        }
+        Err(HostError::io(
+            "resolve",
+            path.as_ref(),
+            io::Error::other("too many levels of symbolic links"),
+        ))
+    }
+
     /// The names in directory `path`, sorted; empty when it does not exist.
     pub fn list_dir(&self, path: impl AsRef<Path>) -> Result<Vec<String>, HostError> {
         let real = self.path(&path)?;
@@ -326,6 +359,26 @@ mod tests {
         for bad in ["etc/x", "/etc/../../x", "/.."] {
             assert!(matches!(h.path(bad), Err(HostError::BadPath(_))), "{bad}");
         }
+    }
+
+    #[test]
+    fn resolves_links_under_the_root() {
+        let (_d, h) = scratch();
+        h.write("/etc/authselect/system-auth", b"x", 0o644).unwrap();
+        h.symlink("/etc/authselect/system-auth", "/etc/pam.d/system-auth")
+            .unwrap();
+        h.symlink("../sysctl.conf", "/etc/sysctl.d/99-sysctl.conf").unwrap();
+        h.symlink("loop", "/etc/loop").unwrap();
+        assert_eq!(
+            h.resolve_links("/etc/pam.d/system-auth").unwrap(),
+            PathBuf::from("/etc/authselect/system-auth")
+        );
+        assert_eq!(
+            h.resolve_links("/etc/sysctl.d/99-sysctl.conf").unwrap(),
+            PathBuf::from("/etc/sysctl.conf")
+        );
+        assert_eq!(h.resolve_links("/etc/plain").unwrap(), PathBuf::from("/etc/plain"));
+        assert!(h.resolve_links("/etc/loop").is_err());
     }
 
     #[test]

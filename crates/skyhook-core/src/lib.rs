@@ -10,6 +10,7 @@
 //! config.json model and its validation, and [`run`] the entry point that ties them
 //! together and turns the result into an exit code.
 
+pub mod bootargs;
 pub mod bootloader;
 pub mod check;
 pub mod command;
@@ -18,16 +19,21 @@ pub mod configmap;
 pub mod context;
 pub mod distro;
 pub mod error;
+pub mod footprint;
 pub mod host;
 pub mod interrupt;
 pub mod kernel_args;
+pub mod limits;
 pub mod mode;
 pub mod original;
+pub mod pam;
 pub mod pkgmgr;
 pub mod run;
 pub mod semver;
 pub mod state;
+pub mod sysctl;
 pub mod systemd;
+pub mod unitfile;
 
 pub use check::Checklist;
 pub use configmap::ConfigMaps;

@@ -1,0 +1,279 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The checks. Each lists every unmet expectation.
+//!
+//! - config-check: every file holds exactly what the configMap asks for; nothing of
+//!   an earlier configMap or of the bash package is left; no sysctl file applied
+//!   after ours sets one of our keys to another value; pam_limits is in the session
+//!   stack; the boot configuration carries the kernel arguments; no work is pending.
+//! - post-interrupt-check: the live values: kernel parameters (field-wise), kernel
+//!   arguments on `/proc/cmdline` (whole tokens, in order), and the limits of each
+//!   service's main process (`/proc/<pid>/limits`) for its drop-in's `Limit*=`.
+//!
+//! The cost is linear in the number of keys: one read per kernel parameter, one pass
+//! over each sysctl file, no external process per key.
+
+use std::collections::BTreeSet;
+
+use skyhook_core::bootargs::OwnArgs;
+use skyhook_core::bootloader::{self, contains_in_order};
+use skyhook_core::limits::{self, ProcessLimits, Rlim};
+use skyhook_core::sysctl::{self as ksysctl, Key};
+use skyhook_core::{Checklist, Host, Outcome, Result, Step};
+
+use crate::dropin::DropIn;
+use crate::input::Desired;
+use crate::legacy;
+use crate::paths::Paths;
+use crate::reconcile::describe;
+use crate::shared;
+use crate::state::State;
+use crate::{grub, sysctl, ulimit};
+
+/// config-check.
+pub fn config_check(step: &Step) -> Result<Outcome> {
+    let host = &step.host;
+    let paths = Paths::from_ctx(&step.ctx);
+    let desired = Desired::parse(&step.configmaps)?;
+    let state: State = step.state().load()?;
+    let mut c = Checklist::new();
+    let files = desired.files(&paths);
+    for (path, (key, content)) in &files {
+        match host.read(path)? {
+            None => c.fail(format!(
+                "{} is missing (configMap key {key}): config has not run since the key was added",
+                path.display()
+            )),
+            Some(b) if b != content.as_bytes() => c.fail(format!(
+                "{} does not hold what configMap key {key} asks for: it was edited on the node, or config has not \
+                 run since the key changed",
+                path.display()
+            )),
+            Some(_) => {
+                let mode = host.mode(path)?;
+                c.expect(mode == Some(0o644), || {
+                    format!("{} has mode {:o}, expected 644", path.display(), mode.unwrap_or(0))
+                });
+            }
+        }
+    }
+    let mut leftovers: BTreeSet<_> = legacy::scan(host, &paths)?.into_iter().collect();
+    leftovers.extend(state.footprint.files.iter().filter(|p| host.exists(p)).cloned());
+    for path in leftovers {
+        if files.contains_key(&path) || (path == paths.grub() && !desired.grub.is_empty()) {
+            continue;
+        }
+        c.fail(format!(
+            "{} ({}) is left over: no configMap key asks for it; run config to remove it",
+            path.display(),
+            describe(&path)
+        ));
+    }
+    if let Some(conf) = &desired.sysctl {
+        let ours = paths.sysctl();
+        let wanted = conf.wanted();
+        let overrides = ksysctl::overrides(host, &ours, &wanted)?;
+        if overrides.is_empty() {
+            c.expect(true, String::new);
+        }
+        for o in overrides {
+            c.fail(format!(
+                "{} line {} sets {} = {}, and is applied after {}, so it wins over configMap key {} ({} = {}): \
+                 remove or change that line",
+                o.file.display(),
+                o.line,
+                o.key,
+                o.value,
+                ours.display(),
+                sysctl::KEY,
+                o.key,
+                wanted.get(&o.key).map_or("", String::as_str)
+            ));
+        }
+    }
+    if desired.ulimit.is_some() {
+        match shared::missing(host)? {
+            None => c.skip("pam_limits: no PAM session stack file on this host"),
+            Some(missing) => {
+                c.expect(missing.is_empty(), || {
+                    format!(
+                        "pam_limits is not in the session stack of {}: {} would not apply to those sessions; run config",
+                        missing.join(", "),
+                        ulimit::KEY
+                    )
+                });
+            }
+        }
+    }
+    check_boot_config(host, &paths, &desired, &state, &mut c)?;
+    c.expect(!state.pending.daemon_reload, || {
+        "systemctl daemon-reload has not run since a drop-in changed (an earlier config was interrupted): run config"
+            .into()
+    });
+    c.expect(!state.pending.boot_config, || {
+        "the boot configuration has not been regenerated since the kernel arguments changed (an earlier config \
+         was interrupted): run config"
+            .into()
+    });
+    c.finish()?;
+    Ok(Outcome::done())
+}
+
+fn check_boot_config(host: &Host, paths: &Paths, desired: &Desired, state: &State, c: &mut Checklist) -> Result<()> {
+    if desired.grub.is_empty() {
+        c.expect(state.grub.is_empty(), || {
+            format!(
+                "kernel arguments of an earlier configMap ({}) are still in the boot configuration: run config",
+                state.grub.args.join(" ")
+            )
+        });
+        return Ok(());
+    }
+    let boot = match grub::boot_config(host) {
+        Ok(b) => b,
+        Err(e) => {
+            c.fail(format!("{}: {e}", grub::KEY));
+            return Ok(());
+        }
+    };
+    let header = paths.header(grub::KEY);
+    let grub_path = paths.grub();
+    let own = OwnArgs {
+        host,
+        boot: &boot,
+        drop_in: &grub_path,
+        header: &header,
+    };
+    if !own.is_current(&state.grub, &desired.grub)? {
+        c.fail(format!(
+            "the kernel arguments of configMap key {} ({}) are not applied: run config",
+            grub::KEY,
+            desired.grub.join(" ")
+        ));
+        return Ok(());
+    }
+    match boot.entries(host)?.into_iter().next() {
+        None => c.skip("the generated boot configuration has no boot entry to inspect"),
+        Some(first) => {
+            c.expect(contains_in_order(&first, &desired.grub), || {
+                format!(
+                    "the default boot entry does not carry {} in this order (it has: {}): the boot configuration \
+                     was not regenerated; run config",
+                    desired.grub.join(" "),
+                    first.join(" ")
+                )
+            });
+        }
+    }
+    Ok(())
+}
+
+/// post-interrupt-check.
+pub fn post_interrupt_check(step: &Step) -> Result<Outcome> {
+    let host = &step.host;
+    let desired = Desired::parse(&step.configmaps)?;
+    let mut c = Checklist::new();
+    if let Some(conf) = &desired.sysctl {
+        check_live_sysctl(host, conf, &mut c)?;
+    }
+    if !desired.grub.is_empty() {
+        let cmdline = bootloader::running_cmdline(host)?;
+        c.expect(contains_in_order(&cmdline, &desired.grub), || {
+            format!(
+                "the running kernel was not booted with {} (whole arguments, in this order); /proc/cmdline: {}. \
+                 Reboot the node (interrupt {{type: reboot}}) after config",
+                desired.grub.join(" "),
+                cmdline.join(" ")
+            )
+        });
+    }
+    for d in desired.dropins.values().filter(|d| !d.limits.is_empty()) {
+        check_service_limits(host, d, &mut c)?;
+    }
+    c.finish()?;
+    Ok(Outcome::done())
+}
+
+fn check_live_sysctl(host: &Host, conf: &sysctl::SysctlConf, c: &mut Checklist) -> Result<()> {
+    let keys: Vec<&Key> = conf.entries.iter().map(|e| &e.a.key).collect();
+    let values = ksysctl::read_many(host, &keys)?;
+    for (e, value) in conf.entries.iter().zip(values) {
+        let a = &e.a;
+        match value {
+            None if a.ignore_failure => c.skip(format!("{}: not in this kernel ('-' prefix)", a.key)),
+            None => c.fail(format!(
+                "{} does not exist in this kernel (configMap key {} line {})",
+                a.key,
+                sysctl::KEY,
+                a.line
+            )),
+            Some(v) if ksysctl::same_value(&v, &a.value) => {
+                c.expect(true, String::new);
+            }
+            Some(v) if a.ignore_failure => c.skip(format!(
+                "{} is {v:?}, not {:?}; its '-' prefix says failures are ignored",
+                a.key, a.value
+            )),
+            Some(v) => c.fail(format!(
+                "{} is {v:?} live, configMap key {} line {} wants {:?}",
+                a.key,
+                sysctl::KEY,
+                a.line,
+                a.value
+            )),
+        }
+    }
+    Ok(())
+}
+
+fn check_service_limits(host: &Host, d: &DropIn, c: &mut Checklist) -> Result<()> {
+    let unit = format!("{}.service", d.unit);
+    let systemd = host.systemd();
+    if !systemd.is_running() {
+        c.skip(format!("{unit} limits: systemd is not running on this host"));
+        return Ok(());
+    }
+    let Some(pid) = systemd.main_pid(&unit)? else {
+        c.fail(format!(
+            "{unit} has no main process (MainPID=0: stopped, or not installed on this node), so the Limit* \
+             settings of configMap key {} are not in effect",
+            d.key
+        ));
+        return Ok(());
+    };
+    let actual = ProcessLimits::read(host, pid)?;
+    let nr_open: Rlim = Key::parse("fs.nr_open")
+        .ok()
+        .and_then(|k| ksysctl::read(host, &k).ok().flatten())
+        .and_then(|v| v.trim().parse().ok());
+    for l in &d.limits {
+        let Some((soft, hard)) = actual.get(&l.resource) else {
+            c.fail(format!(
+                "/proc/{pid}/limits of {unit} does not list {}",
+                l.resource.proc_name
+            ));
+            continue;
+        };
+        // systemd turns LimitNOFILE=infinity into the kernel's ceiling, fs.nr_open.
+        let same = |want: Rlim, got: Rlim| {
+            want == got || (l.resource.directive == "LimitNOFILE" && want.is_none() && got.is_some() && got == nr_open)
+        };
+        c.expect(same(l.soft, soft) && same(l.hard, hard), || {
+            format!(
+                "{unit} (main process {pid}) runs with {} soft {} hard {} (/proc/{pid}/limits), but configMap key {} \
+                 line {} sets {}={} (soft {} hard {}): restart the service (interrupt {{type: service, services: [{}]}}) \
+                 or look for a drop-in that overrides it (systemctl cat {unit})",
+                l.resource.directive,
+                limits::show(soft),
+                limits::show(hard),
+                d.key,
+                l.line,
+                l.resource.directive,
+                l.value,
+                limits::show(l.soft),
+                limits::show(l.hard),
+                d.unit
+            )
+        });
+    }
+    Ok(())
+}

@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+//! configMap key `grub.conf`: kernel command-line arguments, one per line (several
+//! on a line separated by spaces are accepted, as the bash package joined lines with
+//! spaces). They are appended to the distribution's command line through the core
+//! [`bootargs`](skyhook_core::bootargs) module, never replacing it.
+
+use skyhook_core::bootloader::{BootConfig, check_arg};
+use skyhook_core::error::bad_line;
+use skyhook_core::{Host, Result};
+
+/// The configMap key.
+pub const KEY: &str = "grub.conf";
+
+/// Parses the arguments: blank lines and `#` comments skipped; every bad argument
+/// is reported with its line.
+pub fn parse(text: &str) -> std::result::Result<Vec<String>, Vec<String>> {
+    let mut args = Vec::new();
+    let mut problems = Vec::new();
+    for (i, raw) in text.lines().enumerate() {
+        let line = raw.trim_matches([' ', '\t']);
+        if line.is_empty() || line.starts_with('#') {
+            continue;
+        }
+        for arg in line.split([' ', '\t']).filter(|a| !a.is_empty()) {
+            match check_arg(arg) {
+                Ok(()) => args.push(arg.to_string()),
+                Err(why) => problems.push(bad_line(KEY, i + 1, raw, format!("kernel argument {arg:?}: {why}"))),
+            }
+        }
+    }
+    if problems.is_empty() { Ok(args) } else { Err(problems) }
+}
+
+/// The host's boot configuration (a host without GRUB is a clear error).
+pub fn boot_config(host: &Host) -> Result<BootConfig> {
+    let family = skyhook_core::distro::OsRelease::read(host)?.family()?;
+    BootConfig::detect(host, family)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn one_argument_per_line_or_several_separated_by_spaces() {
+        assert_eq!(
+            parse("# huge pages\nhugepagesz=1G\nhugepages=4\n\nhugepagesz=2M hugepages=512\r\n").unwrap(),
+            ["hugepagesz=1G", "hugepages=4", "hugepagesz=2M", "hugepages=512"]
+        );
+    }
+
+    #[test]
+    fn refuses_quotes_newlines_and_shell_characters() {
+        let e = parse("quiet\ndyndbg=\"x\"\na\rb\nfoo\\nbar\n$(reboot)\n=1\n").unwrap_err();
+        assert_eq!(e.len(), 5, "{e:#?}");
+        assert!(e[0].contains("line 2") && e[0].contains("'\"'"), "{}", e[0]);
+        assert!(e[1].contains("line 3") && e[1].contains("'\\r'"), "{}", e[1]);
+    }
+}

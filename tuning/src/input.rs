@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The whole configMap, parsed and validated before anything on the node changes:
+//! every problem of every key is collected, and any problem is bad input (exit 2).
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use skyhook_core::{ConfigMaps, Error, Result};
+
+use crate::dropin::{self, DropIn};
+use crate::grub;
+use crate::paths::Paths;
+use crate::sysctl::{self, SysctlConf};
+use crate::ulimit::{self, UlimitConf};
+
+/// What the configMap asks for.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Desired {
+    /// `sysctl.conf`.
+    pub sysctl: Option<SysctlConf>,
+    /// `ulimit.conf`.
+    pub ulimit: Option<UlimitConf>,
+    /// `service_<unit>.conf`, by unit.
+    pub dropins: BTreeMap<String, DropIn>,
+    /// `grub.conf`: the kernel arguments, in order (empty when absent).
+    pub grub: Vec<String>,
+}
+
+impl Desired {
+    /// Parses every key; all problems are reported at once.
+    pub fn parse(cm: &ConfigMaps) -> Result<Self> {
+        let mut desired = Desired::default();
+        let mut problems = Vec::new();
+        for key in cm.keys() {
+            let text = match cm.text(key) {
+                Ok(t) => t.unwrap_or_default(),
+                Err(Error::Input(p)) => {
+                    problems.extend(p);
+                    continue;
+                }
+                Err(e) => return Err(e),
+            };
+            let result = match key {
+                sysctl::KEY => SysctlConf::parse(text).map(|c| desired.sysctl = Some(c)),
+                ulimit::KEY => UlimitConf::parse(text).map(|c| desired.ulimit = Some(c)),
+                grub::KEY => grub::parse(text).map(|a| desired.grub = a),
+                k if dropin::is_key(k) => DropIn::parse(k, text).and_then(|d| match desired.dropins.get(&d.unit) {
+                    Some(other) => Err(vec![format!(
+                        "configMap keys {:?} and {k:?} both name the unit {}.service; keep one",
+                        other.key, d.unit
+                    )]),
+                    None => {
+                        desired.dropins.insert(d.unit.clone(), d);
+                        Ok(())
+                    }
+                }),
+                other => Err(vec![format!(
+                    "configMap key {other:?} is not one this package reads; the keys are sysctl.conf, \
+                     ulimit.conf, grub.conf and service_<unit>.conf (fix the name or remove the key)"
+                )]),
+            };
+            if let Err(p) = result {
+                problems.extend(p);
+            }
+        }
+        if problems.is_empty() {
+            Ok(desired)
+        } else {
+            Err(Error::Input(problems))
+        }
+    }
+
+    /// The files the configMap wants, with their content and the key each comes
+    /// from (the GRUB drop-in is the [`bootargs`](skyhook_core::bootargs) module's).
+    pub fn files(&self, paths: &Paths) -> BTreeMap<PathBuf, (String, String)> {
+        let mut files = BTreeMap::new();
+        if let Some(c) = &self.sysctl {
+            files.insert(paths.sysctl(), (sysctl::KEY.to_string(), c.render(paths)));
+        }
+        if let Some(u) = &self.ulimit {
+            files.insert(paths.ulimit(), (ulimit::KEY.to_string(), u.render(paths)));
+        }
+        for d in self.dropins.values() {
+            files.insert(paths.dropin(&d.unit), (d.key.clone(), d.render(paths)));
+        }
+        files
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn collects_the_problems_of_every_key() {
+        let cm = ConfigMaps::from_entries([
+            ("sysctl.conf", "=1\n"),
+            ("ulimit.conf", "bogus=1\n"),
+            ("grub.conf", "a\"b\n"),
+            ("service_x.conf", "[Service]\nLimitNOFILE=x\n"),
+            ("sysctl.cfg", "vm.swappiness=1\n"),
+        ]);
+        let Err(Error::Input(p)) = Desired::parse(&cm) else {
+            panic!()
+        };
+        assert_eq!(p.len(), 5, "{p:#?}");
+        assert!(
+            p.iter()
+                .any(|m| m.contains("\"sysctl.cfg\" is not one this package reads"))
+        );
+    }
+
+    #[test]
+    fn one_drop_in_per_unit() {
+        let cm = ConfigMaps::from_entries([
+            ("service_kubelet.conf", "[Service]\n"),
+            ("service_kubelet.service.conf", "[Service]\n"),
+        ]);
+        let e = Desired::parse(&cm).unwrap_err().to_string();
+        assert!(e.contains("both name the unit kubelet.service"), "{e}");
+    }
+}

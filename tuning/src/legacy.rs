@@ -1,0 +1,173 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Nodes tuned by the bash package (1.x), and files at this package's paths that no
+//! state records (the bash package's, or those of a run killed before it saved).
+//!
+//! The bash package wrote, for package name `<name>`:
+//! - `/etc/sysctl.d/999-<name>-tuning.conf`: `sysctl.conf` verbatim (values set
+//!   live with `sysctl -p`; their earlier values were never recorded);
+//! - `/etc/security/limits.d/999-<name>-tuning.conf`: `* hard <item> <value>` lines;
+//! - `session required pam_limits.so` appended to each `/etc/pam.d/common-session*`
+//!   that lacked that exact text;
+//! - `/etc/systemd/system/<unit>.service.d/999-<name>-tuning.conf`: each
+//!   `service_<unit>.conf` verbatim (`<unit>` cut at the first `_` or `.`);
+//! - `/etc/default/grub.d/999-<name>-tuning.cfg`: `GRUB_CMDLINE_LINUX_DEFAULT=" <args>"`,
+//!   replacing the distribution's default, then `update-grub`.
+//!
+//! The upgrade takes all of it over: the files become this package's (config then
+//! rewrites or removes them), the pam_limits lines are recorded as added, and the
+//! sysctl file is moved to the name that wins over foreign sysctl files.
+
+use std::path::{Path, PathBuf};
+
+use skyhook_core::context::PreviousVersion;
+use skyhook_core::{Checklist, Outcome, Result, Step};
+
+use crate::paths::{Paths, SYSTEMD_DIR};
+use crate::shared;
+use crate::state::State;
+
+/// Every file of this entry on the node, at the paths this package or the bash
+/// package uses, that exists.
+pub fn scan(host: &skyhook_core::Host, paths: &Paths) -> Result<Vec<PathBuf>> {
+    let mut candidates = vec![paths.sysctl()];
+    let units = host.list_dir(SYSTEMD_DIR)?;
+    for name in &paths.legacy_names {
+        candidates.push(Paths::legacy_sysctl(name));
+        candidates.push(Paths::ulimit_of(name));
+        candidates.push(Paths::grub_of(name));
+        let file = Paths::dropin_file_name(name);
+        candidates.extend(
+            units
+                .iter()
+                .filter(|d| d.ends_with(".d"))
+                .map(|d| Path::new(SYSTEMD_DIR).join(d).join(&file)),
+        );
+    }
+    candidates.sort();
+    candidates.dedup();
+    Ok(candidates.into_iter().filter(|p| host.exists(p)).collect())
+}
+
+/// Whether the user limits file at `path` was written by the bash package (it
+/// lacks this package's header).
+fn is_bash_limits(host: &skyhook_core::Host, paths: &Paths, path: &Path) -> Result<bool> {
+    Ok(host
+        .read_to_string(path)?
+        .is_some_and(|t| !t.starts_with(&paths.comment(crate::ulimit::KEY))))
+}
+
+/// Takes over what [`scan`] finds and `state` does not record: the file becomes
+/// this package's; a drop-in directory holding nothing else becomes removable; the
+/// bash package's pam_limits lines are recorded. Returns whether anything was new.
+pub fn adopt(host: &skyhook_core::Host, paths: &Paths, state: &mut State) -> Result<bool> {
+    let mut adopted = false;
+    for file in scan(host, paths)? {
+        if file.starts_with("/etc/security/limits.d") && is_bash_limits(host, paths, &file)? {
+            shared::adopt_bash_lines(host, &paths.name)?;
+        }
+        if state.footprint.files.contains(&file) {
+            continue;
+        }
+        log::info!(
+            "taking over {}, left by an earlier version of this package",
+            file.display()
+        );
+        state.footprint.adopt(&file);
+        if let Some(dir) = file.parent()
+            && Paths::unit_of(&file).is_some()
+            && host.list_dir(dir)?.len() == 1
+        {
+            state.footprint.adopt_dir(dir);
+        }
+        adopted = true;
+    }
+    Ok(adopted)
+}
+
+/// upgrade: migrates a node from the bash package (or any earlier version).
+pub fn upgrade(step: &Step) -> Result<Outcome> {
+    let host = &step.host;
+    let paths = Paths::from_ctx(&step.ctx);
+    let previous = step
+        .ctx
+        .upgrade
+        .as_ref()
+        .map_or(PreviousVersion::Unknown, |u| u.previous.clone());
+    log::info!("upgrading from {previous}");
+    let store = step.state();
+    let mut state: State = store.load()?;
+    let adopted = adopt(host, &paths, &mut state)?;
+    // Move the bash package's sysctl file to the name that wins at boot.
+    let ours = paths.sysctl();
+    for name in &paths.legacy_names {
+        let old = Paths::legacy_sysctl(name);
+        let Some(content) = host.read(&old)? else { continue };
+        if !host.exists(&ours) {
+            state.footprint.claim(host, &ours);
+            store.save(&state)?;
+            host.write(&ours, &content, 0o644)?;
+            log::info!(
+                "moved {} to {}, which sorts after other sysctl files",
+                old.display(),
+                ours.display()
+            );
+        }
+        state.footprint.remove(host, &old)?;
+    }
+    if adopted && state.migrated_from.is_none() {
+        state.migrated_from = Some(previous.to_string());
+    }
+    if state.is_empty() {
+        log::info!("nothing of an earlier version found on this node: nothing to migrate");
+        store.clear()?;
+    } else {
+        store.save(&state)?;
+    }
+    Ok(Outcome::done())
+}
+
+/// upgrade-check: nothing of the bash package is left that this package does not
+/// know about, and its sysctl file is out of the way.
+pub fn upgrade_check(step: &Step) -> Result<Outcome> {
+    let host = &step.host;
+    let paths = Paths::from_ctx(&step.ctx);
+    let state: State = step.state().load()?;
+    let mut c = Checklist::new();
+    for name in &paths.legacy_names {
+        let old = Paths::legacy_sysctl(name);
+        c.expect(!host.exists(&old), || {
+            format!(
+                "{} (the bash package's sysctl file) is still there; it sorts before files such as \
+                 cloud-optimization.conf, which then win: run upgrade again",
+                old.display()
+            )
+        });
+    }
+    for file in scan(host, &paths)? {
+        c.expect(state.footprint.files.contains(&file), || {
+            format!(
+                "{} is not recorded in {}: config would not remove it when its key goes; run upgrade again",
+                file.display(),
+                step.state().file().display()
+            )
+        });
+        if file.starts_with("/etc/security/limits.d") && is_bash_limits(host, &paths, &file)? {
+            let ledger: shared::Ledger = shared::store(host).load()?;
+            let bash_line = host.list_dir("/etc/pam.d")?.iter().any(|f| {
+                f.starts_with("common-session")
+                    && host
+                        .read_to_string(Path::new("/etc/pam.d").join(f))
+                        .ok()
+                        .flatten()
+                        .is_some_and(|t| t.lines().any(|l| l == shared::BASH_LINE))
+            });
+            c.expect(!bash_line || ledger.users.contains(&paths.name), || {
+                "the pam_limits line the bash package added to /etc/pam.d/common-session* is not recorded: \
+                 uninstall would leave it; run upgrade again"
+                    .to_string()
+            });
+        }
+    }
+    c.finish()?;
+    Ok(Outcome::done())
+}

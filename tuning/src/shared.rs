@@ -1,0 +1,221 @@
+// SPDX-License-Identifier: Apache-2.0
+//! What the tuning entries of a node share, kept in one ledger in the core state
+//! store (`/var/lib/skyhook-packages/tuning/_shared/state.json`; `_` never occurs in
+//! a package name):
+//!
+//! - pam_limits in the session stack: added where the distribution does not already
+//!   use it when the first entry with a `ulimit.conf` needs it, and taken back (only
+//!   what was added) when the last one no longer does;
+//! - directories an uninstalled entry created that still held another entry's files
+//!   (`/etc/security/limits.d`, say): removed once empty.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use serde::{Deserialize, Serialize};
+use skyhook_core::footprint::Footprint;
+use skyhook_core::pam::{self, Appended, SESSION_FILES};
+use skyhook_core::state::StateStore;
+use skyhook_core::{Host, Result};
+
+/// The PAM module.
+pub const MODULE: &str = "pam_limits.so";
+
+/// The comment that marks the lines this package appends.
+pub const MARKER: &str = "# Added by the Skyhook package tuning: apply /etc/security/limits.d to sessions";
+
+/// The line the bash package appended to `/etc/pam.d/common-session*`.
+pub const BASH_LINE: &str = "session required pam_limits.so";
+
+/// What the node's tuning entries share.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct Ledger {
+    /// Text appended to PAM files.
+    pub added: Vec<Appended>,
+    /// The tuning entries (package names) that need pam_limits.
+    pub users: BTreeSet<String>,
+    /// Directories created by a tuning entry, to remove once empty.
+    pub dirs: BTreeSet<PathBuf>,
+}
+
+impl Ledger {
+    fn is_empty(&self) -> bool {
+        self.added.is_empty() && self.users.is_empty() && self.dirs.is_empty()
+    }
+}
+
+/// The ledger's store.
+pub fn store(host: &Host) -> StateStore<'_> {
+    StateStore::new(host, "tuning", "_shared")
+}
+
+fn persist(store: &StateStore<'_>, ledger: &Ledger) -> Result<()> {
+    if ledger.is_empty() {
+        store.clear()
+    } else {
+        store.save(ledger).map(|_| ())
+    }
+}
+
+/// Takes over `dirs` (created by an entry being uninstalled, still holding other
+/// entries' files), then removes every recorded directory that is empty.
+pub fn hand_over_dirs(host: &Host, dirs: &BTreeSet<PathBuf>) -> Result<()> {
+    let store = store(host);
+    if dirs.is_empty() && !store.exists() {
+        return Ok(());
+    }
+    let mut ledger: Ledger = store.load()?;
+    ledger.dirs.extend(dirs.iter().cloned());
+    let mut fp = Footprint {
+        files: Default::default(),
+        dirs: std::mem::take(&mut ledger.dirs),
+    };
+    fp.prune(host)?;
+    ledger.dirs = fp.dirs;
+    persist(&store, &ledger)
+}
+
+/// The lines appended where pam_limits is missing.
+pub fn lines() -> String {
+    format!("{MARKER}\nsession required {MODULE}\n")
+}
+
+/// Makes pam_limits active in every session stack file that exists, for `name`.
+/// Returns whether a PAM file changed.
+pub fn ensure(host: &Host, name: &str) -> Result<bool> {
+    let store = store(host);
+    let mut ledger: Ledger = store.load()?;
+    ledger.users.insert(name.to_string());
+    // Record the intent first: a run killed after appending still knows it did.
+    let mut changed = false;
+    for file in SESSION_FILES {
+        let real = host.resolve_links(file)?;
+        let Some(text) = host.read_to_string(&real)? else {
+            continue;
+        };
+        if pam::has_session_module(&text, MODULE) {
+            continue;
+        }
+        let intent = Appended {
+            file: real.clone(),
+            text: format!(
+                "{}{}",
+                if text.is_empty() || text.ends_with('\n') {
+                    ""
+                } else {
+                    "\n"
+                },
+                lines()
+            ),
+        };
+        if !ledger.added.contains(&intent) {
+            ledger.added.push(intent.clone());
+        }
+        store.save(&ledger)?;
+        if let Some(done) = pam::ensure_session_module(host, Path::new(file), MODULE, &lines())? {
+            log::info!("pam_limits was not in the session stack of {file}: added it");
+            debug_assert_eq!(done, intent);
+            changed = true;
+        }
+    }
+    persist(&store, &ledger)?;
+    Ok(changed)
+}
+
+/// `name` no longer needs pam_limits; when no entry does, what was added is taken
+/// back. Returns whether a PAM file changed.
+pub fn release(host: &Host, name: &str) -> Result<bool> {
+    let store = store(host);
+    if !store.exists() {
+        return Ok(false);
+    }
+    let mut ledger: Ledger = store.load()?;
+    ledger.users.remove(name);
+    if !ledger.users.is_empty() {
+        store.save(&ledger)?;
+        return Ok(false);
+    }
+    let mut changed = false;
+    for a in std::mem::take(&mut ledger.added) {
+        if pam::remove_appended(host, &a)? {
+            log::info!("removed the pam_limits line added to {}", a.file.display());
+            changed = true;
+        }
+    }
+    persist(&store, &ledger)?;
+    Ok(changed)
+}
+
+/// Takes over the line the bash package appended to `/etc/pam.d/common-session*`
+/// (it never recorded it): the exact line, alone on its line, is recorded as added
+/// for `name`. Returns whether any was found.
+pub fn adopt_bash_lines(host: &Host, name: &str) -> Result<bool> {
+    let store = store(host);
+    let mut ledger: Ledger = store.load()?;
+    let mut found = false;
+    for file in host.list_dir("/etc/pam.d")? {
+        if !file.starts_with("common-session") {
+            continue;
+        }
+        let path = host.resolve_links(Path::new("/etc/pam.d").join(&file))?;
+        let Some(text) = host.read_to_string(&path)? else {
+            continue;
+        };
+        let mut previous = "";
+        let bash_line = text.lines().any(|l| {
+            let hit = l == BASH_LINE && previous != MARKER;
+            previous = l;
+            hit
+        });
+        if !bash_line {
+            continue;
+        }
+        let a = Appended {
+            file: path,
+            text: format!("{BASH_LINE}\n"),
+        };
+        if !ledger.added.contains(&a) {
+            log::info!(
+                "taking over the pam_limits line the bash package appended to {}",
+                a.file.display()
+            );
+            ledger.added.push(a);
+        }
+        found = true;
+    }
+    if found {
+        ledger.users.insert(name.to_string());
+        store.save(&ledger)?;
+    }
+    Ok(found)
+}
+
+/// The session stack files where pam_limits is missing (`None` when none exists).
+pub fn missing(host: &Host) -> Result<Option<Vec<String>>> {
+    let mut any = false;
+    let mut missing = Vec::new();
+    for file in SESSION_FILES {
+        let real = host.resolve_links(file)?;
+        let Some(text) = host.read_to_string(&real)? else {
+            continue;
+        };
+        any = true;
+        if !pam::has_session_module(&text, MODULE) {
+            missing.push(file.to_string());
+        }
+    }
+    Ok(any.then_some(missing))
+}
+
+/// The session stack files still holding a line this package marked as its own.
+pub fn marked(host: &Host) -> Result<Vec<String>> {
+    let mut found = Vec::new();
+    for file in SESSION_FILES {
+        let real = host.resolve_links(file)?;
+        if host.read_to_string(&real)?.is_some_and(|t| t.contains(MARKER)) {
+            found.push(file.to_string());
+        }
+    }
+    Ok(found)
+}

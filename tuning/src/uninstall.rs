@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: Apache-2.0
+//! uninstall and uninstall-check: every file this package (or the bash package
+//! under the same name) wrote goes, the kernel parameters it changed live get their
+//! earlier values back, pam_limits goes if this package added it and no other tuning
+//! entry needs it, systemd is reloaded and the boot configuration regenerated when
+//! their files went, and the state is forgotten.
+
+use skyhook_core::bootargs::OwnArgs;
+use skyhook_core::{Checklist, Interrupt, Outcome, Result, Step};
+
+use crate::reconcile::{describe, persist, remove_files, restore_live};
+use crate::state::State;
+use crate::{grub, legacy, paths::Paths, shared};
+
+/// uninstall.
+pub fn uninstall(step: &Step) -> Result<Outcome> {
+    let host = &step.host;
+    let paths = Paths::from_ctx(&step.ctx);
+    let store = step.state();
+    let mut state: State = store.load()?;
+    legacy::adopt(host, &paths, &mut state)?;
+    let grub_path = paths.grub();
+    let files: Vec<_> = state
+        .footprint
+        .files
+        .iter()
+        .filter(|p| **p != grub_path)
+        .cloned()
+        .collect();
+    let needs_boot = !state.grub.is_empty()
+        || host.exists(&grub_path)
+        || state.pending.boot_config
+        || files
+            .iter()
+            .any(|p| p.starts_with(skyhook_core::bootloader::DROP_IN_DIR));
+    let boot = if needs_boot {
+        Some(grub::boot_config(host)?)
+    } else {
+        None
+    };
+
+    // Record what must be finished if this run is interrupted.
+    state.pending.daemon_reload |= files.iter().any(|p| Paths::unit_of(p).is_some());
+    state.pending.boot_config |= needs_boot;
+    persist(&store, &state)?;
+
+    let changes: Vec<_> = std::mem::take(&mut state.sysctl).into_iter().collect();
+    for (key, change) in &changes {
+        restore_live(host, key, change)?;
+    }
+    persist(&store, &state)?;
+    let removed = remove_files(host, &mut state, &files)?;
+    shared::release(host, &paths.name)?;
+    if state.pending.daemon_reload {
+        host.systemd().daemon_reload()?;
+        state.pending.daemon_reload = false;
+    }
+    let mut needs: Vec<Interrupt> = removed.units.iter().map(|u| Interrupt::service([u.as_str()])).collect();
+    if let Some(b) = &boot {
+        let header = paths.header(grub::KEY);
+        let own = OwnArgs {
+            host,
+            boot: b,
+            drop_in: &grub_path,
+            header: &header,
+        };
+        let (record, changed) = own.apply(&state.grub, &[])?;
+        if !changed {
+            b.regenerate(host)?;
+        }
+        state.grub = record;
+        state.footprint.remove(host, &grub_path)?;
+        state.pending.boot_config = false;
+        needs.push(Interrupt::Reboot);
+        log::info!(
+            "kernel arguments removed from the boot configuration: the running kernel keeps them until a reboot"
+        );
+    }
+    for u in &removed.units {
+        log::info!("drop-in for {u}.service removed: the running service keeps its settings until it restarts");
+    }
+    state.footprint.prune(host)?;
+    shared::hand_over_dirs(host, &state.footprint.dirs)?;
+    if !state.footprint.files.is_empty() {
+        log::warn!(
+            "could not remove: {}",
+            state
+                .footprint
+                .files
+                .iter()
+                .map(|p| p.display().to_string())
+                .collect::<Vec<_>>()
+                .join(", ")
+        );
+    }
+    store.clear()?;
+    Ok(Outcome::needs(Interrupt::covering(needs)))
+}
+
+/// uninstall-check.
+pub fn uninstall_check(step: &Step) -> Result<Outcome> {
+    let host = &step.host;
+    let paths = Paths::from_ctx(&step.ctx);
+    let store = step.state();
+    let mut c = Checklist::new();
+    for path in legacy::scan(host, &paths)? {
+        c.fail(format!(
+            "{} ({}) is still there: run uninstall",
+            path.display(),
+            describe(&path)
+        ));
+    }
+    c.expect(!store.exists(), || {
+        format!(
+            "{} still exists: uninstall did not finish (it records what is left to undo); run uninstall",
+            store.file().display()
+        )
+    });
+    let ledger: shared::Ledger = shared::store(host).load()?;
+    if ledger.users.is_empty() {
+        let marked = shared::marked(host)?;
+        c.expect(marked.is_empty(), || {
+            format!(
+                "the pam_limits line this package added is still in {}: run uninstall",
+                marked.join(", ")
+            )
+        });
+    } else {
+        c.skip("pam_limits: other tuning entries on this node still use it");
+    }
+    c.finish()?;
+    Ok(Outcome::done())
+}
