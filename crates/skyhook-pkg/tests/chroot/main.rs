@@ -13,6 +13,7 @@ mod kdump;
 mod readme;
 mod shellscript;
 mod tuned;
+mod tuning;
 
 use std::collections::BTreeMap;
 use std::fs;
