@@ -119,9 +119,9 @@ fn a_node_tuned_by_the_bash_package_upgrades_in_place() {
     assert_eq!(
         diff,
         [
-            "changed: proc/sys/fs/inotify/max_user_instances",
-            "changed: proc/sys/fs/inotify/max_user_watches",
-            "changed: proc/sys/vm/max_map_count"
+            "changed: /proc/sys/fs/inotify/max_user_instances",
+            "changed: /proc/sys/fs/inotify/max_user_watches",
+            "changed: /proc/sys/vm/max_map_count"
         ]
     );
 }

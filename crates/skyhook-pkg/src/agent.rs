@@ -22,6 +22,8 @@ use skyhook_core::Mode;
 use skyhook_core::config::{PackageConfig, StepConfig};
 use skyhook_core::semver::Version;
 
+use crate::dist::copy_tree;
+
 /// Where the local agent keeps its bookkeeping on the host (the agent's `SKYHOOK_ROOT_DIR`).
 pub const AGENT_DIR: &str = "/var/lib/skyhook-pkg";
 /// The copy root: copy dirs are `<COPY_ROOT>/<skyhook>/<package>-<version>-local-<generation>`.
@@ -419,25 +421,6 @@ fn chmod_executable(path: &Path) -> std::io::Result<()> {
     let mode = meta.permissions().mode();
     if mode & 0o111 != 0o111 {
         fs::set_permissions(path, fs::Permissions::from_mode(mode | 0o111))?;
-    }
-    Ok(())
-}
-
-/// Copies `from` into `to` recursively, keeping symlinks and permission bits.
-pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
-    fs::create_dir_all(to)?;
-    for e in fs::read_dir(from)? {
-        let e = e?;
-        let (src, dst) = (e.path(), to.join(e.file_name()));
-        let t = e.file_type()?;
-        if t.is_dir() {
-            copy_tree(&src, &dst)?;
-        } else if t.is_symlink() {
-            let _ = fs::remove_file(&dst);
-            std::os::unix::fs::symlink(fs::read_link(&src)?, &dst)?;
-        } else {
-            fs::copy(&src, &dst)?;
-        }
     }
     Ok(())
 }

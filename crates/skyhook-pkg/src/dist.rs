@@ -120,7 +120,9 @@ pub fn assemble(src: &Path, binary: &Path, out: &Path, name: &str) -> Result<(),
     Ok(())
 }
 
-fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
+/// Copies `from` into `to` recursively, keeping symlinks (replacing existing ones)
+/// and permission bits.
+pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
     fs::create_dir_all(to)?;
     for e in fs::read_dir(from)? {
         let e = e?;
@@ -129,6 +131,7 @@ fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
         if t.is_dir() {
             copy_tree(&src, &dst)?;
         } else if t.is_symlink() {
+            let _ = fs::remove_file(&dst);
             std::os::unix::fs::symlink(fs::read_link(&src)?, &dst)?;
         } else {
             fs::copy(&src, &dst)?;

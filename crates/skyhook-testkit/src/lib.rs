@@ -296,10 +296,12 @@ impl Node {
 pub enum Entry {
     /// A directory with its permission bits.
     Dir(u32),
-    /// A file with its permission bits and content.
-    File(u32, Vec<u8>),
+    /// A regular file with its permission bits and a digest of its content.
+    File(u32, u64),
     /// A symbolic link and its target.
     Link(PathBuf),
+    /// A device node, fifo or socket (never read) with its permission bits.
+    Special(u32),
 }
 
 /// A whole directory tree, for "the node is exactly as before" assertions.
@@ -309,23 +311,29 @@ pub struct Tree(pub BTreeMap<PathBuf, Entry>);
 impl Tree {
     /// Reads the tree under `root`.
     pub fn of(root: &Path) -> Tree {
+        Self::of_except(root, &[])
+    }
+
+    /// Reads the tree under `root`, leaving out the paths under each of `ignore`
+    /// (relative to `root`).
+    pub fn of_except(root: &Path, ignore: &[&str]) -> Tree {
         let mut tree = Tree::default();
-        walk(root, root, &mut tree.0);
+        walk(root, root, ignore, &mut tree.0);
         tree
     }
 
-    /// The paths that differ between `self` and `other`, described.
+    /// The paths that differ between `self` (before) and `other` (after), described.
     pub fn diff(&self, other: &Tree) -> Vec<String> {
         let mut out = Vec::new();
         for (p, e) in &self.0 {
             match other.0.get(p) {
-                None => out.push(format!("only before: {}", p.display())),
-                Some(o) if o != e => out.push(format!("changed: {}", p.display())),
+                None => out.push(format!("removed: /{}", p.display())),
+                Some(o) if o != e => out.push(format!("changed: /{}", p.display())),
                 _ => {}
             }
         }
         for p in other.0.keys().filter(|p| !self.0.contains_key(*p)) {
-            out.push(format!("only after: {}", p.display()));
+            out.push(format!("left behind: /{}", p.display()));
         }
         out
     }
@@ -334,25 +342,34 @@ impl Tree {
     #[track_caller]
     pub fn assert_same(&self, other: &Tree) {
         let d = self.diff(other);
-        assert!(d.is_empty(), "trees differ:\n  {}", d.join("\n  "));
+        assert!(d.is_empty(), "the node differs from before:\n  {}", d.join("\n  "));
     }
 }
 
-fn walk(root: &Path, dir: &Path, out: &mut BTreeMap<PathBuf, Entry>) {
+fn walk(root: &Path, dir: &Path, ignore: &[&str], out: &mut BTreeMap<PathBuf, Entry>) {
+    use std::hash::Hasher;
     let Ok(entries) = fs::read_dir(dir) else { return };
     for e in entries.flatten() {
         let p = e.path();
         let rel = p.strip_prefix(root).expect("under root").to_path_buf();
+        if ignore.iter().any(|i| rel.starts_with(i)) {
+            continue;
+        }
         let Ok(meta) = p.symlink_metadata() else { continue };
         let mode = meta.permissions().mode() & 0o7777;
-        if meta.file_type().is_symlink() {
-            out.insert(rel, Entry::Link(fs::read_link(&p).unwrap_or_default()));
+        let entry = if meta.file_type().is_symlink() {
+            Entry::Link(fs::read_link(&p).unwrap_or_default())
         } else if meta.is_dir() {
-            out.insert(rel, Entry::Dir(mode));
-            walk(root, &p, out);
+            walk(root, &p, ignore, out);
+            Entry::Dir(mode)
+        } else if meta.is_file() {
+            let mut h = std::collections::hash_map::DefaultHasher::new();
+            h.write(&fs::read(&p).unwrap_or_default());
+            Entry::File(mode, h.finish())
         } else {
-            out.insert(rel, Entry::File(mode, fs::read(&p).unwrap_or_default()));
-        }
+            Entry::Special(mode)
+        };
+        out.insert(rel, entry);
     }
 }
 

@@ -15,13 +15,13 @@ mod shellscript;
 mod tuned;
 mod tuning;
 
-use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::OnceLock;
 
 use debian::must;
+use skyhook_testkit::Tree;
 
 fn is_root() -> bool {
     unsafe extern "C" {
@@ -228,10 +228,8 @@ exit 1
 
     /// Every path of the node with a digest of what it is, except under `ignore`
     /// (prefixes, relative to the root).
-    pub fn snapshot(&self, ignore: &[&str]) -> Snapshot {
-        let mut map = BTreeMap::new();
-        walk(&self.root, &self.root, ignore, &mut map);
-        Snapshot(map)
+    pub fn snapshot(&self, ignore: &[&str]) -> Tree {
+        Tree::of_except(&self.root, ignore)
     }
 }
 
@@ -273,62 +271,3 @@ pub const APT_FOOTPRINT: &[&str] = &[
     "etc/xml",
     "usr/share/polkit-1/rules.d",
 ];
-
-/// A node's file list with a digest of each entry.
-#[derive(Debug, PartialEq, Eq)]
-pub struct Snapshot(BTreeMap<PathBuf, String>);
-
-impl Snapshot {
-    /// Asserts that `after` is the same, listing every difference.
-    #[track_caller]
-    pub fn assert_same(&self, after: &Snapshot) {
-        let mut diff = Vec::new();
-        for (p, d) in &self.0 {
-            match after.0.get(p) {
-                None => diff.push(format!("removed: /{}", p.display())),
-                Some(a) if a != d => diff.push(format!("changed: /{}", p.display())),
-                _ => {}
-            }
-        }
-        for p in after.0.keys().filter(|p| !self.0.contains_key(*p)) {
-            diff.push(format!("left behind: /{}", p.display()));
-        }
-        assert!(
-            diff.is_empty(),
-            "the node differs from before:\n  {}",
-            diff.join("\n  ")
-        );
-    }
-}
-
-fn walk(root: &Path, dir: &Path, ignore: &[&str], out: &mut BTreeMap<PathBuf, String>) {
-    use std::os::unix::fs::PermissionsExt;
-    let Ok(entries) = fs::read_dir(dir) else { return };
-    for e in entries.flatten() {
-        let p = e.path();
-        let rel = p.strip_prefix(root).expect("under root").to_path_buf();
-        if ignore.iter().any(|i| rel.starts_with(i)) {
-            continue;
-        }
-        let Ok(meta) = p.symlink_metadata() else { continue };
-        let mode = meta.permissions().mode() & 0o7777;
-        let digest = if meta.file_type().is_symlink() {
-            format!("link {}", fs::read_link(&p).unwrap_or_default().display())
-        } else if meta.is_dir() {
-            walk(root, &p, ignore, out);
-            format!("dir {mode:o}")
-        } else if meta.is_file() {
-            format!("file {mode:o} {:016x}", fnv(&fs::read(&p).unwrap_or_default()))
-        } else {
-            // Device nodes, fifos, sockets: their type and mode (never read /dev/zero).
-            format!("special {mode:o} {:?}", meta.file_type())
-        };
-        out.insert(rel, digest);
-    }
-}
-
-fn fnv(bytes: &[u8]) -> u64 {
-    bytes.iter().fold(0xcbf2_9ce4_8422_2325, |h, b| {
-        (h ^ u64::from(*b)).wrapping_mul(0x0100_0000_01b3)
-    })
-}
