@@ -5,9 +5,11 @@
 //! - `dist`: builds the static step binaries and assembles `dist/<package>/`, exactly
 //!   as it must appear at `/skyhook-package` in the image.
 //! - `run`: runs a package's modes locally the way the agent runs them on a node.
+//! - `dist-self`: builds skyhook-pkg itself statically (for the VM test tier's guest).
 
 mod agent;
 mod dist;
+mod dist_self;
 mod elf;
 mod run;
 mod validate;
@@ -53,6 +55,10 @@ enum Command {
         /// Run the operator's whole sequence: apply (or upgrade), config, interrupt, post-interrupt.
         #[arg(long)]
         lifecycle: bool,
+        /// With --lifecycle: stop where the agent would carry out the interrupt (then run
+        /// post-interrupt after doing it, e.g. after a reboot).
+        #[arg(long, requires = "lifecycle")]
+        until_interrupt: bool,
         /// Host root to chroot into (needs root); `--root /` runs on this machine for real.
         #[arg(long)]
         root: Option<PathBuf>,
@@ -75,6 +81,15 @@ enum Command {
         #[arg(long, default_value = "local")]
         skyhook: String,
     },
+    /// Build skyhook-pkg itself as dist builds package binaries (release, static).
+    DistSelf {
+        /// Rust target triple to build for (default: this machine's).
+        #[arg(long)]
+        target: Option<String>,
+        /// Where to put the binary.
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -86,6 +101,7 @@ fn main() -> ExitCode {
             package,
             modes,
             lifecycle,
+            until_interrupt,
             root,
             configmap,
             configmap_dir,
@@ -97,6 +113,7 @@ fn main() -> ExitCode {
             package,
             modes,
             lifecycle,
+            until_interrupt,
             root,
             configmap,
             configmap_dir,
@@ -105,6 +122,7 @@ fn main() -> ExitCode {
             version,
             skyhook,
         }),
+        Command::DistSelf { target, out } => dist_self::run(target.as_deref(), &out),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
