@@ -212,11 +212,10 @@ fn lifecycle_until_interrupt_stops_where_the_agent_carries_out_the_interrupt() {
     let pkg = package("2.0.0");
     let (ok, out) = skyhook_pkg(root.path(), pkg.path(), &["--lifecycle", "--until-interrupt"]);
     assert!(ok, "{out}");
-    let modes: Vec<String> = record(root.path())
-        .iter()
-        .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
-        .collect();
-    assert_eq!(modes, ["apply", "apply-check", "config", "config-check"]);
+    assert_eq!(
+        recorded_modes(root.path()),
+        ["apply", "apply-check", "config", "config-check"]
+    );
     assert!(
         out.contains("[interrupt] stopping here; the package said its change needs: {type: reboot}"),
         "{out}"
@@ -225,11 +224,15 @@ fn lifecycle_until_interrupt_stops_where_the_agent_carries_out_the_interrupt() {
     fs::remove_file(root.path().join("record")).unwrap();
     let (ok, out) = skyhook_pkg(root.path(), pkg.path(), &["post-interrupt"]);
     assert!(ok, "{out}");
-    let modes: Vec<String> = record(root.path())
+    assert_eq!(recorded_modes(root.path()), ["post-interrupt", "post-interrupt-check"]);
+}
+
+/// The modes the steps recorded, in order.
+fn recorded_modes(root: &Path) -> Vec<String> {
+    record(root)
         .iter()
         .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
-        .collect();
-    assert_eq!(modes, ["post-interrupt", "post-interrupt-check"]);
+        .collect()
 }
 
 #[test]
