@@ -2,7 +2,7 @@
 //! What a scenario uses: a [`Vm`] is one test's machine (a copy-on-write overlay of
 //! the cached base image), driven boot by boot. Each [`Vm::boot`] powers the machine
 //! on, lets the guest's runner run a bash script once systemd is up, and returns a
-//! [`Boot`]: exit code, output, files the script left in `$OUT`. The runner reboots
+//! [`Boot`]: the script's exit code and output, files it left in `$OUT`. The runner reboots
 //! the guest at the end, which ends qemu (`-no-reboot`): the next `boot` is the
 //! machine coming back through its BIOS and GRUB, a real reboot.
 //!
@@ -17,6 +17,7 @@
 //! | `$FILES/<name>` | files and trees added with [`Vm::add_file`] / [`Vm::add_text`] |
 //! | `$OUT` | the working directory; what is left there is [`Boot::file`] on the host |
 //! | `keep FILE [NAME]` | copies a guest file into `$OUT` |
+//! | `record NAME CMD…` | runs a command without ending the script; [`Boot::record`] on the host |
 //!
 //! The script runs under `set -euo pipefail` as root, in a systemd service.
 
