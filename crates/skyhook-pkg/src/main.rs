@@ -5,12 +5,14 @@
 //! - `dist`: builds the static step binaries and assembles `dist/<package>/`, exactly
 //!   as it must appear at `/skyhook-package` in the image.
 //! - `run`: runs a package's modes locally the way the agent runs them on a node.
+//! - `dist-self`: builds skyhook-pkg itself statically (for the VM test tier's guest).
 //! - `platform`, `dockerfiles`: the images (see ci/README.md).
 //! - `tag`, `notes`, `changed`: the release process (see ci/README.md).
 
 mod agent;
 mod changed;
 mod dist;
+mod dist_self;
 mod elf;
 mod images;
 mod notes;
@@ -60,6 +62,10 @@ enum Command {
         /// Run the operator's whole sequence: apply (or upgrade), config, interrupt, post-interrupt.
         #[arg(long)]
         lifecycle: bool,
+        /// With --lifecycle: stop where the agent would carry out the interrupt (then run
+        /// post-interrupt after doing it, e.g. after a reboot).
+        #[arg(long, requires = "lifecycle")]
+        until_interrupt: bool,
         /// Host root to chroot into (needs root); `--root /` runs on this machine for real.
         #[arg(long)]
         root: Option<PathBuf>,
@@ -128,6 +134,15 @@ enum Command {
         #[arg(long, default_value = "HEAD")]
         head: String,
     },
+    /// Build skyhook-pkg itself as dist builds package binaries (release, static).
+    DistSelf {
+        /// Rust target triple to build for (default: this machine's).
+        #[arg(long)]
+        target: Option<String>,
+        /// Where to put the binary.
+        #[arg(long)]
+        out: PathBuf,
+    },
 }
 
 fn main() -> ExitCode {
@@ -139,6 +154,7 @@ fn main() -> ExitCode {
             package,
             modes,
             lifecycle,
+            until_interrupt,
             root,
             configmap,
             configmap_dir,
@@ -150,6 +166,7 @@ fn main() -> ExitCode {
             package,
             modes,
             lifecycle,
+            until_interrupt,
             root,
             configmap,
             configmap_dir,
@@ -167,6 +184,7 @@ fn main() -> ExitCode {
             trees,
         } => notes::run(&package, &version, &trees),
         Command::Changed { paths, base, head } => changed::run(&paths, base.as_deref(), &head),
+        Command::DistSelf { target, out } => dist_self::run(target.as_deref(), &out),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,

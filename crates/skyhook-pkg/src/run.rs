@@ -25,6 +25,8 @@ pub struct RunArgs {
     pub modes: Vec<String>,
     /// Run the operator's whole sequence instead of `modes`.
     pub lifecycle: bool,
+    /// With `lifecycle`: stop at the interrupt instead of reporting it and going on.
+    pub until_interrupt: bool,
     /// The host root; required (`/` must be explicit).
     pub root: Option<PathBuf>,
     /// `KEY=VALUE` or `KEY=@FILE`.
@@ -192,7 +194,11 @@ pub fn run(args: &RunArgs) -> Result<bool, String> {
     let config = tree.config.clone();
     let mut agent = Agent::new(tree, dep.clone())?;
     let plan: Vec<Option<Mode>> = if args.lifecycle {
-        agent::lifecycle(&config, agent.history(), &dep.version)?
+        let mut plan = agent::lifecycle(&config, agent.history(), &dep.version)?;
+        if args.until_interrupt {
+            plan = until_interrupt(plan);
+        }
+        plan
     } else {
         modes.iter().flat_map(|m| agent::with_check(&config, *m)).collect()
     };
@@ -208,6 +214,13 @@ pub fn run(args: &RunArgs) -> Result<bool, String> {
     for entry in plan {
         let Some(mode) = entry else {
             let asked = interrupt.clone().unwrap_or_else(|| "none reported".into());
+            if args.until_interrupt {
+                println!(
+                    "[interrupt] stopping here; the package said its change needs: {asked}; \
+                     carry it out, then run the post-interrupt mode"
+                );
+                break;
+            }
             println!("[interrupt] not carried out locally; the package said its change needs: {asked}");
             continue;
         };
@@ -226,6 +239,13 @@ pub fn run(args: &RunArgs) -> Result<bool, String> {
     }
     print!("\n{}", summary(&reports, interrupt.as_deref()));
     Ok(ok)
+}
+
+/// `plan` up to and including its interrupt marker: what runs before the agent
+/// carries out the interrupt.
+pub fn until_interrupt(plan: Vec<Option<Mode>>) -> Vec<Option<Mode>> {
+    let end = plan.iter().position(Option::is_none).map_or(plan.len(), |i| i + 1);
+    plan.into_iter().take(end).collect()
 }
 
 /// The summary table: mode, step, exit code, duration, result.
@@ -302,6 +322,17 @@ mod tests {
         std::thread::sleep(std::time::Duration::from_millis(20));
         fs::write(src.join("lib.rs"), "changed").unwrap();
         assert!(is_stale(&bin, &[src]));
+    }
+
+    #[test]
+    fn until_interrupt_keeps_what_runs_before_the_interrupt() {
+        use Mode::*;
+        let plan = vec![Some(Apply), Some(ApplyCheck), Some(Config), None, Some(PostInterrupt)];
+        assert_eq!(
+            until_interrupt(plan),
+            [Some(Apply), Some(ApplyCheck), Some(Config), None]
+        );
+        assert_eq!(until_interrupt(vec![Some(Config)]), [Some(Config)]);
     }
 
     #[test]

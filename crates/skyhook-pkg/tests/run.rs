@@ -203,6 +203,39 @@ fn runs_the_lifecycle_chrooted_with_the_agents_environment_and_rules() {
 }
 
 #[test]
+fn lifecycle_until_interrupt_stops_where_the_agent_carries_out_the_interrupt() {
+    assert!(
+        nix_is_root(),
+        "this test chroots: run the test suite as root, as CI does"
+    );
+    let root = minimal_root();
+    let pkg = package("2.0.0");
+    let (ok, out) = skyhook_pkg(root.path(), pkg.path(), &["--lifecycle", "--until-interrupt"]);
+    assert!(ok, "{out}");
+    assert_eq!(
+        recorded_modes(root.path()),
+        ["apply", "apply-check", "config", "config-check"]
+    );
+    assert!(
+        out.contains("[interrupt] stopping here; the package said its change needs: {type: reboot}"),
+        "{out}"
+    );
+    // After the interrupt (a reboot, on a real node), post-interrupt resumes.
+    fs::remove_file(root.path().join("record")).unwrap();
+    let (ok, out) = skyhook_pkg(root.path(), pkg.path(), &["post-interrupt"]);
+    assert!(ok, "{out}");
+    assert_eq!(recorded_modes(root.path()), ["post-interrupt", "post-interrupt-check"]);
+}
+
+/// The modes the steps recorded, in order.
+fn recorded_modes(root: &Path) -> Vec<String> {
+    record(root)
+        .iter()
+        .map(|l| l.split_whitespace().nth(1).unwrap().to_string())
+        .collect()
+}
+
+#[test]
 fn refuses_without_a_root() {
     let pkg = package("1.0.0");
     let out = Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))

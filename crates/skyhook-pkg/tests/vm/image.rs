@@ -1,0 +1,382 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The base image, built once per recipe and cached in `<cache>/image/<key>/base.raw`
+//! (a sparse raw disk; each test boots a copy-on-write qcow2 overlay of it).
+//!
+//! 1. `debootstrap` a Debian bookworm root with systemd, the cloud kernel and grub-pc;
+//! 2. set it up: the dependencies of the packages the scenarios install (not the
+//!    packages themselves), fstab by UUID, DHCP through systemd-networkd (qemu's user
+//!    network, DNS at 10.0.2.3), serial console, GRUB without a menu delay, apt timers
+//!    masked, dpkg without fsync, and the runner unit (`guest/`);
+//! 3. `mkfs.ext4 -d` it into a partition at 1 MiB behind a hand-written MBR;
+//! 4. provisioning boot with `-kernel/-initrd` that runs `grub-install` and
+//!    `update-grub` in the guest and rebuilds the initrd with `MODULES=dep` (the
+//!    guest's own drivers only: an initrd rebuild — installing kdump-tools, kdump's
+//!    own initrd — then takes 1 min under TCG instead of nearly 3), then a boot
+//!    through GRUB that proves the disk boots.
+//!
+//! The key is the hash of this recipe: this file, disk.rs, the guest files and the
+//! mirror. Any change to them builds a new image (and removes the old ones).
+
+use std::fs;
+use std::path::{Path, PathBuf};
+use std::process::Command;
+use std::time::{Duration, Instant};
+
+use crate::qemu::{DirectKernel, Qemu};
+use crate::{cache, disk, vm};
+
+/// The Debian release of the guest.
+const SUITE: &str = "bookworm";
+/// Packages on top of debootstrap's minbase variant.
+const INCLUDE: &[&str] = &[
+    "systemd",
+    "systemd-sysv",
+    "udev",
+    "dbus",
+    "linux-image-cloud-amd64",
+    "grub-pc",
+    "initramfs-tools",
+    "e2fsprogs",
+    "util-linux",
+    "procps",
+    "kmod",
+    "iproute2",
+];
+/// Packages whose dependencies (with their recommendations) are installed in the
+/// image, but not the packages themselves: the scenarios install these from the
+/// mirror through the package under test, and unpacking python3 and friends under
+/// TCG would take minutes per scenario (4 min for tuned, measured).
+const DEPENDENCIES_OF: &[&str] = &["tuned", "kdump-tools"];
+/// The disk size (sparse).
+const DISK_BYTES: u64 = 4 << 30;
+/// The root file system's UUID (fixed: fstab and the provisioning boot name it).
+const ROOT_UUID: &str = "5c1e7f00-5ca1-4e5e-9a11-5ce4a7105000";
+/// The serial console, for GRUB's kernel command line and the provisioning boot.
+const CONSOLE: &str = "console=ttyS0,115200n8";
+/// The runner script and its unit.
+const RUNNER: &str = include_str!("guest/skyhook-vm-runner");
+const RUNNER_UNIT: &str = include_str!("guest/skyhook-vm-runner.service");
+/// How long one provisioning boot may take.
+const PROVISION_TIMEOUT: Duration = Duration::from_secs(600);
+
+/// The cached base image.
+#[derive(Debug, Clone)]
+pub struct Image {
+    /// The bootable raw disk; never written once built.
+    pub disk: PathBuf,
+}
+
+/// The Debian mirror (`SKYHOOK_VM_MIRROR`, default deb.debian.org).
+pub fn mirror() -> String {
+    std::env::var("SKYHOOK_VM_MIRROR").unwrap_or_else(|_| "http://deb.debian.org/debian".into())
+}
+
+fn recipe() -> String {
+    [
+        include_str!("image.rs"),
+        include_str!("disk.rs"),
+        RUNNER,
+        RUNNER_UNIT,
+        &mirror(),
+    ]
+    .join("\n\u{1f}\n")
+}
+
+/// The base image, built now when the cache has none for this recipe.
+pub fn base(cache_dir: &Path, qemu: &Qemu) -> Result<Image, String> {
+    let key = cache::sha256(&recipe())?[..16].to_string();
+    let images = cache_dir.join("image");
+    let dir = images.join(&key);
+    let image = Image {
+        disk: dir.join("base.raw"),
+    };
+    if dir.join(".complete").exists() {
+        eprintln!("vm: base image {} (cached)", dir.display());
+        return Ok(image);
+    }
+    for (program, package) in [
+        ("debootstrap", "debootstrap"),
+        ("chroot", "coreutils"),
+        ("mkfs.ext4", "e2fsprogs"),
+        ("debugfs", "e2fsprogs"),
+        ("qemu-img", "qemu-utils"),
+    ] {
+        cache::need(program, package)?;
+    }
+    let started = Instant::now();
+    let tmp = dir.with_extension("partial");
+    cache::remove(&tmp)?;
+    fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
+    eprintln!("vm: building the base image in {} (a few minutes)", tmp.display());
+
+    let rootfs = tmp.join("rootfs");
+    debootstrap(&rootfs, &tmp.join("debootstrap.log"))?;
+    let bootstrapped = started.elapsed();
+    set_up(&rootfs)?;
+    let kernel = DirectKernel {
+        kernel: copy_boot_file(&rootfs, "vmlinuz-", &tmp.join("vmlinuz"))?,
+        initrd: copy_boot_file(&rootfs, "initrd.img-", &tmp.join("initrd.img"))?,
+        append: format!("root=UUID={ROOT_UUID} ro {CONSOLE}"),
+    };
+    let raw = tmp.join("base.raw");
+    disk::make_boot_disk(&raw, DISK_BYTES, &rootfs, ROOT_UUID)?;
+    cache::remove(&rootfs)?;
+    let made = started.elapsed();
+    provision(qemu, &raw, kernel, &tmp)?;
+
+    for f in ["vmlinuz", "initrd.img", "data.img", "stage"] {
+        cache::remove(&tmp.join(f))?;
+    }
+    let timings = format!(
+        "debootstrap {:.0?}, disk made at {:.0?}, provisioned at {:.0?}\n",
+        bootstrapped,
+        made,
+        started.elapsed()
+    );
+    fs::write(tmp.join(".complete"), &timings).map_err(|e| e.to_string())?;
+    cache::remove(&dir)?;
+    fs::rename(&tmp, &dir).map_err(|e| format!("{} -> {}: {e}", tmp.display(), dir.display()))?;
+    // Older recipes' images are of no further use.
+    for e in fs::read_dir(&images).map_err(|e| e.to_string())?.flatten() {
+        if e.file_name() != key.as_str() {
+            cache::remove(&e.path())?;
+        }
+    }
+    eprintln!("vm: base image {} built: {timings}", dir.display());
+    Ok(image)
+}
+
+fn debootstrap(rootfs: &Path, log: &Path) -> Result<(), String> {
+    let mirror = mirror();
+    let out = Command::new("debootstrap")
+        .args(["--variant=minbase", &format!("--include={}", INCLUDE.join(","))])
+        .arg(SUITE)
+        .arg(rootfs)
+        .arg(&mirror)
+        .env("DEBIAN_FRONTEND", "noninteractive")
+        .output()
+        .map_err(|e| format!("cannot run debootstrap: {e}"))?;
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    fs::write(log, &text).map_err(|e| format!("{}: {e}", log.display()))?;
+    if !out.status.success() {
+        return Err(format!(
+            "debootstrap of {SUITE} from {mirror} failed ({}); is the mirror reachable? \
+             (SKYHOOK_VM_MIRROR selects another) Full log: {}\n{}",
+            out.status,
+            log.display(),
+            cache::tail(&text, 20)
+        ));
+    }
+    Ok(())
+}
+
+fn write(rootfs: &Path, path: &str, text: &str, mode: u32) -> Result<(), String> {
+    use std::os::unix::fs::PermissionsExt;
+    let p = rootfs.join(path.trim_start_matches('/'));
+    fs::create_dir_all(p.parent().expect("absolute path")).map_err(|e| format!("{}: {e}", p.display()))?;
+    cache::remove(&p)?; // /etc/resolv.conf may be a link
+    fs::write(&p, text).map_err(|e| format!("{}: {e}", p.display()))?;
+    fs::set_permissions(&p, fs::Permissions::from_mode(mode)).map_err(|e| format!("{}: {e}", p.display()))
+}
+
+fn chroot(rootfs: &Path, args: &[&str]) -> Result<String, String> {
+    cache::run(
+        Command::new("chroot")
+            .arg(rootfs)
+            .args(args)
+            .env("DEBIAN_FRONTEND", "noninteractive")
+            .env("LC_ALL", "C"),
+    )
+}
+
+/// `KEY=value` lines of a shell variables file replaced (or appended).
+fn set_vars(text: &str, vars: &[(&str, &str)]) -> String {
+    let mut lines: Vec<String> = text.lines().map(str::to_string).collect();
+    for (key, value) in vars {
+        let line = format!("{key}={value}");
+        match lines.iter().position(|l| l.starts_with(&format!("{key}="))) {
+            Some(i) => lines[i] = line,
+            None => lines.push(line),
+        }
+    }
+    lines.join("\n") + "\n"
+}
+
+fn set_up(rootfs: &Path) -> Result<(), String> {
+    let mirror = mirror();
+    // A disposable test machine: dpkg need not fsync every file (much faster under TCG).
+    write(rootfs, "/etc/dpkg/dpkg.cfg.d/skyhook-vm", "force-unsafe-io\n", 0o644)?;
+    write(
+        rootfs,
+        "/etc/apt/sources.list",
+        &format!(
+            "deb {mirror} {SUITE} main\ndeb {mirror} {SUITE}-updates main\n\
+             deb http://deb.debian.org/debian-security {SUITE}-security main\n"
+        ),
+        0o644,
+    )?;
+    // The chroot still has this machine's resolv.conf here.
+    chroot(rootfs, &["apt-get", "update", "-q"])?;
+    let mut install = vec!["apt-get", "install", "-y", "-q"];
+    let simulated = chroot(rootfs, &[&["apt-get", "install", "-s", "-q"], DEPENDENCIES_OF].concat())?;
+    let dependencies = would_install(&simulated, DEPENDENCIES_OF);
+    install.extend(dependencies.iter().map(String::as_str));
+    chroot(rootfs, &install)?;
+    write(rootfs, "/etc/hostname", "skyhook-vm\n", 0o644)?;
+    write(
+        rootfs,
+        "/etc/hosts",
+        "127.0.0.1 localhost\n127.0.1.1 skyhook-vm\n",
+        0o644,
+    )?;
+    write(
+        rootfs,
+        "/etc/fstab",
+        &format!("UUID={ROOT_UUID} / ext4 errors=remount-ro 0 1\n"),
+        0o644,
+    )?;
+    write(
+        rootfs,
+        "/etc/systemd/network/10-skyhook-vm.network",
+        "[Match]\nName=en*\n\n[Network]\nDHCP=yes\n",
+        0o644,
+    )?;
+    write(rootfs, "/etc/resolv.conf", "nameserver 10.0.2.3\n", 0o644)?;
+    let grub_path = rootfs.join("etc/default/grub");
+    let grub = fs::read_to_string(&grub_path).map_err(|e| format!("{}: {e}", grub_path.display()))?;
+    let grub = set_vars(
+        &grub,
+        &[
+            ("GRUB_TIMEOUT", "0"),
+            ("GRUB_CMDLINE_LINUX", &format!("\"{CONSOLE}\"")),
+            ("GRUB_TERMINAL", "serial"),
+            ("GRUB_SERIAL_COMMAND", "\"serial --unit=0 --speed=115200\""),
+        ],
+    );
+    write(rootfs, "/etc/default/grub", &grub, 0o644)?;
+    write(rootfs, "/usr/local/sbin/skyhook-vm-runner", RUNNER, 0o755)?;
+    write(
+        rootfs,
+        "/etc/systemd/system/skyhook-vm-runner.service",
+        RUNNER_UNIT,
+        0o644,
+    )?;
+    chroot(
+        rootfs,
+        &[
+            "systemctl",
+            "enable",
+            "systemd-networkd.service",
+            "skyhook-vm-runner.service",
+        ],
+    )?;
+    // Unattended apt runs would hold the lock the packages under test need.
+    chroot(
+        rootfs,
+        &["systemctl", "mask", "apt-daily.timer", "apt-daily-upgrade.timer"],
+    )?;
+    chroot(rootfs, &["apt-get", "clean"])?;
+    Ok(())
+}
+
+/// The packages an `apt-get install -s` would install, but for `except`.
+fn would_install(simulated: &str, except: &[&str]) -> Vec<String> {
+    simulated
+        .lines()
+        .filter_map(|l| l.strip_prefix("Inst "))
+        .filter_map(|l| l.split_whitespace().next())
+        .filter(|p| !except.contains(p))
+        .map(str::to_string)
+        .collect()
+}
+
+fn copy_boot_file(rootfs: &Path, prefix: &str, to: &Path) -> Result<PathBuf, String> {
+    let boot = rootfs.join("boot");
+    let found = fs::read_dir(&boot)
+        .map_err(|e| format!("{}: {e}", boot.display()))?
+        .flatten()
+        .map(|e| e.path())
+        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(prefix)))
+        .ok_or_else(|| format!("{} holds no {prefix}*: did the kernel install?", boot.display()))?;
+    fs::copy(&found, to).map_err(|e| format!("{} -> {}: {e}", found.display(), to.display()))?;
+    Ok(to.to_path_buf())
+}
+
+/// Installs GRUB from inside the guest (booted with `-kernel`), then proves that the
+/// disk boots by itself: through GRUB, systemd as PID 1.
+fn provision(qemu: &Qemu, raw: &Path, kernel: DirectKernel, work: &Path) -> Result<(), String> {
+    let stage = work.join("stage");
+    fs::create_dir_all(&stage).map_err(|e| e.to_string())?;
+    let install = vm::boot_once(
+        qemu,
+        vm::BootSpec {
+            disk: (raw, "raw"),
+            kernel: Some(kernel),
+            stage: &stage,
+            work,
+            label: "provision",
+            timeout: PROVISION_TIMEOUT,
+        },
+        "echo 'grub-pc grub-pc/install_devices multiselect /dev/vda' | debconf-set-selections\n\
+         grub-install --target=i386-pc /dev/vda\n\
+         update-grub\n\
+         sed -i 's/^MODULES=.*/MODULES=dep/' /etc/initramfs-tools/initramfs.conf\n\
+         update-initramfs -u\n",
+    )?;
+    if install.script.code != 0 {
+        return Err(format!("installing GRUB in the guest failed:\n{}", install.report()));
+    }
+    let check = vm::boot_once(
+        qemu,
+        vm::BootSpec {
+            disk: (raw, "raw"),
+            kernel: None,
+            stage: &stage,
+            work,
+            label: "first-boot",
+            timeout: PROVISION_TIMEOUT,
+        },
+        "cat /proc/cmdline\n\
+         grep -q BOOT_IMAGE= /proc/cmdline\n\
+         test \"$(cat /proc/1/comm)\" = systemd\n",
+    )?;
+    if check.script.code != 0 {
+        return Err(format!(
+            "the provisioned disk does not boot through GRUB into systemd:\n{}",
+            check.report()
+        ));
+    }
+    eprintln!(
+        "vm: provisioned (GRUB boot in {:.0?}): {}",
+        check.elapsed,
+        check.script.output.trim()
+    );
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn dependencies_are_read_from_a_simulated_install() {
+        let sim = "NOTE: This is only a simulation!\n\
+                   Inst python3-dbus (1.3.2-4+b1 Debian:12.13/stable [amd64])\n\
+                   Inst tuned (2.19.0-2 Debian:12.13/stable [all])\n\
+                   Conf python3-dbus (1.3.2-4+b1 Debian:12.13/stable [amd64])\n";
+        assert_eq!(would_install(sim, &["tuned"]), ["python3-dbus"]);
+    }
+
+    #[test]
+    fn grub_defaults_are_replaced_or_appended() {
+        let text = "GRUB_DEFAULT=0\nGRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX=\"\"\n";
+        assert_eq!(
+            set_vars(text, &[("GRUB_TIMEOUT", "0"), ("GRUB_TERMINAL", "serial")]),
+            "GRUB_DEFAULT=0\nGRUB_TIMEOUT=0\nGRUB_CMDLINE_LINUX=\"\"\nGRUB_TERMINAL=serial\n"
+        );
+    }
+}

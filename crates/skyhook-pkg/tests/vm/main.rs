@@ -1,0 +1,24 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The VM tier: packages run in a booted Debian bookworm VM — systemd as PID 1, booted
+//! through GRUB from its own disk, real reboots — driven boot by boot.
+//!
+//! - [`qemu`]: a private qemu-system-x86_64 (apt-get download + dpkg -x into the cache),
+//!   run under TCG.
+//! - [`image`]: the base disk (debootstrap, ext4 at 1 MiB behind a hand-written MBR,
+//!   GRUB installed by a provisioning boot), cached and keyed by its recipe.
+//! - [`vm`]: what a scenario uses: [`vm::Vm::new`], [`vm::Vm::boot`] (one boot that runs
+//!   a bash script in the guest and returns its exit code, output and files), asserts.
+//! - one module per scenario ([`smoke`], ...).
+//!
+//! The tests are `#[ignore]`d: the tier needs root, the Debian mirror and minutes of
+//! CPU. Run it with `cargo test -p skyhook-pkg --test vm -- --ignored` (one scenario:
+//! add its name, e.g. `smoke`). Everything it downloads or builds lives under
+//! `SKYHOOK_VM_CACHE` (default `/var/cache/skyhook-packages/vm`), never in the repository.
+
+mod cache;
+mod disk;
+mod image;
+mod qemu;
+mod vm;
+
+mod smoke;
