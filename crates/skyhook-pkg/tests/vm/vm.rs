@@ -18,6 +18,8 @@
 //! | `$OUT` | the working directory; what is left there is [`Boot::file`] on the host |
 //! | `keep FILE [NAME]` | copies a guest file into `$OUT` |
 //! | `record NAME CMD…` | runs a command without ending the script; [`Boot::record`] on the host |
+//! | `fail`, `expect_eq`, `expect_code`, `expect_exists`, `expect_gone`, `on_cmdline`, `snapshot`, `expect_same_snapshot`, `expect_untouched`, `wait_until`, `dpkg_status` | assertions and helpers in the guest (`guest/prelude.sh`) |
+//! | `<name> MODE…` | `skyhook-pkg run` of a package deployed with [`Vm::package`] |
 //!
 //! The script runs under `set -euo pipefail` as root, in a systemd service.
 
@@ -26,7 +28,7 @@
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::{Mutex, OnceLock};
+use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use nix::fcntl::Flock;
@@ -58,6 +60,9 @@ static ENV: OnceLock<Result<Env, String>> = OnceLock::new();
 /// One guest runs at a time: two TCG guests on a 2-core machine would only slow
 /// each other down and blur every timeout.
 static MACHINE: Mutex<()> = Mutex::new(());
+/// One scenario runs at a time, from `Vm::new` to its drop: its boots are not
+/// interleaved with another's, so its log reads in order and its time is its own.
+static SCENARIO: Mutex<()> = Mutex::new(());
 
 fn env() -> &'static Env {
     match ENV.get_or_init(prepare) {
@@ -305,6 +310,18 @@ impl Outcome {
         self.expect(self.output.contains(text), &format!("printed no {text:?}"))
     }
 
+    /// Asserts that `skyhook-pkg run`'s summary has a row for `mode` whose step exited
+    /// with `code` (0: the step succeeded).
+    #[track_caller]
+    pub fn expect_step(&self, mode: &str, code: i32) -> &Self {
+        let code = code.to_string();
+        let found = self.output.lines().filter(|l| l.contains(" ms  ")).any(|l| {
+            let cols: Vec<&str> = l.split_whitespace().collect();
+            cols.len() > 4 && cols[0] == mode && cols[2] == code
+        });
+        self.expect(found, &format!("has no summary row for {mode} with exit code {code}"))
+    }
+
     #[track_caller]
     fn expect(&self, ok: bool, what: &str) -> &Self {
         assert!(
@@ -318,12 +335,17 @@ impl Outcome {
 
 /// One test's machine.
 pub struct Vm {
+    _turn: MutexGuard<'static, ()>,
     name: String,
     work: PathBuf,
     overlay: PathBuf,
     stage: PathBuf,
     boots: usize,
+    /// When its turn came.
+    started: Instant,
     timeout: Duration,
+    /// Bash run before every boot's script ([`Vm::define`], [`Vm::package`]).
+    defines: String,
 }
 
 impl Vm {
@@ -331,6 +353,8 @@ impl Vm {
     /// the reason when the tier cannot run.
     pub fn new(name: &str) -> Vm {
         let env = env();
+        let turn = SCENARIO.lock().unwrap_or_else(|p| p.into_inner());
+        let started = Instant::now();
         let work = env.cache.join("runs").join(name);
         let overlay = work.join("disk.qcow2");
         let stage = work.join("stage");
@@ -352,12 +376,15 @@ impl Vm {
             panic!("the VM tier cannot set up machine {name}: {e}");
         }
         Vm {
+            _turn: turn,
+            started,
             name: name.to_string(),
             work,
             overlay,
             stage,
             boots: 0,
             timeout: DEFAULT_TIMEOUT,
+            defines: String::new(),
         }
     }
 
@@ -383,6 +410,31 @@ impl Vm {
         self
     }
 
+    /// Adds bash (variables, functions) that every following boot's script starts with.
+    pub fn define(&mut self, bash: &str) -> &mut Self {
+        self.defines.push_str(bash);
+        self.defines.push('\n');
+        self
+    }
+
+    /// Deploys `package` (a tree of `$DIST`) under the SCR name `name` with `configmap`:
+    /// every following boot's script can run `<name> MODE…` or `<name> --lifecycle …`,
+    /// that is `skyhook-pkg run "$DIST/<package>" --root / --name <name>` with the
+    /// configMap (its keys are files in `$FILES/<name>.configmap/`) and the arguments.
+    pub fn package(&mut self, name: &str, package: &str, configmap: &[(&str, &str)]) -> &mut Self {
+        let dir = format!("{name}.configmap");
+        let real = self.stage.join("files").join(&dir);
+        cache::remove(&real)
+            .and_then(|_| fs::create_dir_all(&real).map_err(|e| e.to_string()))
+            .unwrap_or_else(|e| panic!("{}: {}: {e}", self.name, real.display()));
+        for (key, value) in configmap {
+            self.add_text(&format!("{dir}/{key}"), value);
+        }
+        self.define(&format!(
+            "{name}() {{ skyhook-pkg run \"$DIST/{package}\" --root / --name {name} --configmap-dir \"$FILES/{dir}\" \"$@\"; }}"
+        ))
+    }
+
     /// Powers the machine on, runs `script` in the guest once systemd is up, and
     /// returns when the guest has rebooted. Panics when the boot itself fails
     /// (timeout, the guest went down early), with the serial console's tail.
@@ -400,7 +452,7 @@ impl Vm {
                 label: &label,
                 timeout: self.timeout,
             },
-            script,
+            &format!("{}{script}", self.defines),
         )
         .unwrap_or_else(|e| panic!("{}: {e}", self.name));
         eprintln!(
@@ -417,6 +469,12 @@ impl Vm {
 
 impl Drop for Vm {
     fn drop(&mut self) {
+        eprintln!(
+            "vm: {}: {} boot(s) in {:.0?}",
+            self.name,
+            self.boots,
+            self.started.elapsed()
+        );
         if std::thread::panicking() || std::env::var_os("SKYHOOK_VM_KEEP").is_some() {
             eprintln!(
                 "vm: {}: kept for inspection: {} (disk, console logs and results per boot)",
