@@ -8,7 +8,7 @@
 //!   GRUB installed by a provisioning boot), cached and keyed by its recipe.
 //! - [`vm`]: what a scenario uses: [`vm::Vm::new`], [`vm::Vm::boot`] (one boot that runs
 //!   a bash script in the guest and returns its exit code, output and files), asserts.
-//! - one module per scenario ([`smoke`], ...).
+//! - one module per scenario: [`smoke`], [`tuning`], [`tuned`], [`kdump`], [`shellscript`].
 //!
 //! The tests are `#[ignore]`d: the tier needs root, the Debian mirror and minutes of
 //! CPU. Run it with `cargo test -p skyhook-pkg --test vm -- --ignored` (one scenario:
@@ -21,4 +21,8 @@ mod image;
 mod qemu;
 mod vm;
 
+mod kdump;
+mod shellscript;
 mod smoke;
+mod tuned;
+mod tuning;
