@@ -89,7 +89,8 @@ fn kdump() {
         .success()
         .expect_step("post-interrupt-check", 0)
         .expect_step("uninstall", 0)
-        .expect_step("uninstall-check", 0);
+        .expect_step("uninstall-check", 0)
+        .expect_output("256 MiB of memory stay reserved for a crash kernel until the next reboot");
     assert!(
         after
             .file("cmdline")
