@@ -335,6 +335,7 @@ impl Outcome {
 
 /// One test's machine.
 pub struct Vm {
+    /// This scenario's turn ([`SCENARIO`]), held until the machine is dropped.
     _turn: MutexGuard<'static, ()>,
     name: String,
     work: PathBuf,
