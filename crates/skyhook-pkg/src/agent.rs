@@ -15,6 +15,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
+use std::sync::atomic::{AtomicI32, Ordering};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -370,6 +371,7 @@ impl Agent {
             Ok(c) => c,
             Err(e) => return failed(format!("cannot start {}: {e}", program.display())),
         };
+        let _forwarding = forward_signals_to(child.id());
         let prefix = format!("[{mode}/{}] ", step.name);
         let out = child.stdout.take().expect("piped");
         let err = child.stderr.take().expect("piped");
@@ -392,6 +394,45 @@ impl Agent {
             status: if ok { Status::Ok } else { Status::Failed },
             interrupt,
             error: (!ok).then(|| format!("exit code {code} is not in returncodes {:?}", step.returncodes)),
+        }
+    }
+}
+
+/// The step running now, to which SIGTERM and SIGINT are passed on (0: none).
+static RUNNING_STEP: AtomicI32 = AtomicI32::new(0);
+
+extern "C" fn pass_on(signal: nix::libc::c_int) {
+    let pid = RUNNING_STEP.load(Ordering::SeqCst);
+    if pid > 0 {
+        // SAFETY: kill(2) is async-signal-safe.
+        unsafe { nix::libc::kill(pid, signal) };
+    }
+}
+
+/// While alive, SIGTERM and SIGINT sent to this process are passed on to the step
+/// `pid`, as the agent's termination reaches the step on a node; the step decides
+/// how to stop and its exit code is reported.
+struct Forwarding;
+
+fn forward_signals_to(pid: u32) -> Forwarding {
+    use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
+    RUNNING_STEP.store(pid as i32, Ordering::SeqCst);
+    let action = SigAction::new(SigHandler::Handler(pass_on), SaFlags::SA_RESTART, SigSet::empty());
+    for signal in [Signal::SIGTERM, Signal::SIGINT] {
+        // SAFETY: the handler only reads an atomic and calls kill(2).
+        let _ = unsafe { sigaction(signal, &action) };
+    }
+    Forwarding
+}
+
+impl Drop for Forwarding {
+    /// Between steps the signals act as usual again: they end this process.
+    fn drop(&mut self) {
+        use nix::sys::signal::{SigHandler, Signal, signal};
+        RUNNING_STEP.store(0, Ordering::SeqCst);
+        for s in [Signal::SIGTERM, Signal::SIGINT] {
+            // SAFETY: restoring the default disposition.
+            let _ = unsafe { signal(s, SigHandler::SigDfl) };
         }
     }
 }

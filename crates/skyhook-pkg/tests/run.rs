@@ -236,6 +236,70 @@ fn recorded_modes(root: &Path) -> Vec<String> {
 }
 
 #[test]
+fn sigterm_to_the_tool_is_passed_on_to_the_running_step() {
+    assert!(
+        nix_is_root(),
+        "this test chroots: run the test suite as root, as CI does"
+    );
+    let root = minimal_root();
+    let pkg = tempfile::tempdir().unwrap();
+    fs::create_dir_all(pkg.path().join("skyhook_dir")).unwrap();
+    // dash has no sleep builtin: a bounded busy loop that traps TERM.
+    script(
+        pkg.path(),
+        "wait.sh",
+        "trap 'echo TERM > /got-term; exit 143' TERM\necho up > /started\ni=0\nwhile [ $i -lt 50000000 ]; do i=$((i+1)); done\necho finished > /finished",
+    );
+    fs::write(
+        pkg.path().join("config.json"),
+        format!(
+            r#"{{"schema_version":"v1","package_name":"waiter","package_version":"1.0.0","expected_config_files":[],"modes":{{"apply":{},"apply-check":{}}}}}"#,
+            step("apply", "wait.sh", "[]", true),
+            step("apply-check", "wait.sh", "[]", true)
+        ),
+    )
+    .unwrap();
+    let child = Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
+        .arg("run")
+        .arg(pkg.path())
+        .arg("apply")
+        .arg("--root")
+        .arg(root.path())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let started = root.path().join("started");
+    for _ in 0..200 {
+        if started.exists() {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
+    assert!(started.exists(), "the step did not start");
+    unsafe extern "C" {
+        fn kill(pid: i32, sig: i32) -> i32;
+    }
+    // SAFETY: signalling our own child.
+    assert_eq!(unsafe { kill(child.id() as i32, 15) }, 0);
+    let out = child.wait_with_output().unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(
+        out.status.code(),
+        Some(1),
+        "the tool ends normally with a failed step:\n{text}"
+    );
+    assert!(root.path().join("got-term").exists(), "the step got SIGTERM:\n{text}");
+    assert!(!root.path().join("finished").exists());
+    assert!(text.contains("exit code 143 is not in returncodes"), "{text}");
+    assert!(!text.contains("[apply-check/"), "the sequence stops: {text}");
+}
+
+#[test]
 fn refuses_without_a_root() {
     let pkg = package("1.0.0");
     let out = Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
