@@ -54,40 +54,7 @@ enum Command {
         out: Option<PathBuf>,
     },
     /// Run a package's modes locally, as the agent runs them on a node.
-    Run {
-        /// A workspace package name (assembled by dist when missing or stale) or a package tree.
-        package: String,
-        /// Modes to run; each action mode is followed by its check mode.
-        modes: Vec<String>,
-        /// Run the operator's whole sequence: apply (or upgrade), config, interrupt, post-interrupt.
-        #[arg(long)]
-        lifecycle: bool,
-        /// With --lifecycle: stop where the agent would carry out the interrupt (then run
-        /// post-interrupt after doing it, e.g. after a reboot).
-        #[arg(long, requires = "lifecycle")]
-        until_interrupt: bool,
-        /// Host root to chroot into (needs root); `--root /` runs on this machine for real.
-        #[arg(long)]
-        root: Option<PathBuf>,
-        /// A configMap key: KEY=VALUE or KEY=@FILE (repeatable).
-        #[arg(long)]
-        configmap: Vec<String>,
-        /// A directory whose files are configMap keys.
-        #[arg(long)]
-        configmap_dir: Option<PathBuf>,
-        /// An SCR env entry: NAME=VALUE (repeatable).
-        #[arg(long)]
-        env: Vec<String>,
-        /// The package's name in the SCR (default: config.json's package_name).
-        #[arg(long)]
-        name: Option<String>,
-        /// The package version (default: config.json's package_version).
-        #[arg(long)]
-        version: Option<String>,
-        /// The Skyhook (SCR) name; also the resource id.
-        #[arg(long, default_value = "local")]
-        skyhook: String,
-    },
+    Run(run::RunArgs),
     /// Print the Rust target and cross toolchain packages for a Docker platform (shell assignments).
     Platform {
         /// The platform to build for (`linux/amd64`, `linux/arm64`).
@@ -150,31 +117,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Validate { paths } => validate::run(&paths),
         Command::Dist { packages, target, out } => dist::run(&packages, target.as_deref(), out.as_deref()),
-        Command::Run {
-            package,
-            modes,
-            lifecycle,
-            until_interrupt,
-            root,
-            configmap,
-            configmap_dir,
-            env,
-            name,
-            version,
-            skyhook,
-        } => run::run(&run::RunArgs {
-            package,
-            modes,
-            lifecycle,
-            until_interrupt,
-            root,
-            configmap,
-            configmap_dir,
-            env,
-            name,
-            version,
-            skyhook,
-        }),
+        Command::Run(args) => run::run(&args),
         Command::Platform { target_platform, build } => platform::run(&target_platform, build.as_deref()),
         Command::Dockerfiles { write } => images::run(write),
         Command::Tag { tag, registry, owner } => release::run(&tag, &registry, owner.as_deref()),

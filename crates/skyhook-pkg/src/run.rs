@@ -17,29 +17,39 @@ use crate::agent::{self, Agent, Deployment, PackageTree, Status, StepReport};
 use crate::{dist, workspace};
 
 /// The command line of `skyhook-pkg run`.
-#[derive(Debug, Clone, Default)]
+#[derive(Debug, Clone, Default, clap::Args)]
 pub struct RunArgs {
-    /// A workspace package name, or the path of an assembled package tree.
+    /// A workspace package name (assembled by dist when missing or stale) or a package tree.
     pub package: String,
-    /// Modes to run (each action followed by its check).
+    /// Modes to run; each action mode is followed by its check mode.
     pub modes: Vec<String>,
-    /// Run the operator's whole sequence instead of `modes`.
+    /// Run the operator's whole sequence: apply (or upgrade), config, interrupt, post-interrupt.
+    #[arg(long)]
     pub lifecycle: bool,
-    /// With `lifecycle`: stop at the interrupt instead of reporting it and going on.
+    /// With --lifecycle: stop where the agent would carry out the interrupt (then run
+    /// post-interrupt after doing it, e.g. after a reboot).
+    #[arg(long, requires = "lifecycle")]
     pub until_interrupt: bool,
-    /// The host root; required (`/` must be explicit).
+    /// Host root to chroot into (needs root); `--root /` runs on this machine for real.
+    #[arg(long)]
     pub root: Option<PathBuf>,
-    /// `KEY=VALUE` or `KEY=@FILE`.
+    /// A configMap key: KEY=VALUE or KEY=@FILE (repeatable).
+    #[arg(long)]
     pub configmap: Vec<String>,
     /// A directory whose files are configMap keys.
+    #[arg(long)]
     pub configmap_dir: Option<PathBuf>,
-    /// `NAME=VALUE` SCR env entries.
+    /// An SCR env entry: NAME=VALUE (repeatable).
+    #[arg(long)]
     pub env: Vec<String>,
     /// The package's name in the SCR (default: config.json's package_name).
+    #[arg(long)]
     pub name: Option<String>,
     /// The package version (default: config.json's package_version).
+    #[arg(long)]
     pub version: Option<String>,
-    /// The Skyhook (SCR) name.
+    /// The Skyhook (SCR) name; also the resource id.
+    #[arg(long, default_value = "local")]
     pub skyhook: String,
 }
 

@@ -9,14 +9,6 @@ use std::process::Command;
 
 const PACKAGES: [&str; 4] = ["kdump", "shellscript", "tuned", "tuning"];
 
-fn is_root() -> bool {
-    // SAFETY: geteuid has no preconditions.
-    unsafe extern "C" {
-        fn geteuid() -> u32;
-    }
-    unsafe { geteuid() == 0 }
-}
-
 #[test]
 fn dist_assembles_static_binaries_that_run_in_an_empty_chroot() {
     let out = tempfile::tempdir().unwrap();
@@ -52,7 +44,7 @@ fn dist_assembles_static_binaries_that_run_in_an_empty_chroot() {
     }
 
     assert!(
-        is_root(),
+        nix::unistd::geteuid().is_root(),
         "the empty-chroot test needs root (chroot(2)); run the test suite as root, as CI does"
     );
     let chroot = ["/usr/sbin/chroot", "/usr/bin/chroot", "/sbin/chroot"]

@@ -118,7 +118,7 @@ fn record(root: &Path) -> Vec<String> {
 #[test]
 fn runs_the_lifecycle_chrooted_with_the_agents_environment_and_rules() {
     assert!(
-        nix_is_root(),
+        nix::unistd::geteuid().is_root(),
         "this test chroots: run the test suite as root, as CI does"
     );
     let root = minimal_root();
@@ -205,7 +205,7 @@ fn runs_the_lifecycle_chrooted_with_the_agents_environment_and_rules() {
 #[test]
 fn lifecycle_until_interrupt_stops_where_the_agent_carries_out_the_interrupt() {
     assert!(
-        nix_is_root(),
+        nix::unistd::geteuid().is_root(),
         "this test chroots: run the test suite as root, as CI does"
     );
     let root = minimal_root();
@@ -238,7 +238,7 @@ fn recorded_modes(root: &Path) -> Vec<String> {
 #[test]
 fn sigterm_to_the_tool_is_passed_on_to_the_running_step() {
     assert!(
-        nix_is_root(),
+        nix::unistd::geteuid().is_root(),
         "this test chroots: run the test suite as root, as CI does"
     );
     let root = minimal_root();
@@ -310,12 +310,4 @@ fn refuses_without_a_root() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--root /"));
-}
-
-fn nix_is_root() -> bool {
-    unsafe extern "C" {
-        fn geteuid() -> u32;
-    }
-    // SAFETY: geteuid has no preconditions.
-    unsafe { geteuid() == 0 }
 }

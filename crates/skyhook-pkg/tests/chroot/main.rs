@@ -23,14 +23,6 @@ use std::sync::OnceLock;
 use debian::must;
 use skyhook_testkit::Tree;
 
-fn is_root() -> bool {
-    unsafe extern "C" {
-        fn geteuid() -> u32;
-    }
-    // SAFETY: geteuid has no preconditions.
-    unsafe { geteuid() == 0 }
-}
-
 /// The four packages, assembled once per test run (static binaries, validated).
 fn dist() -> &'static Path {
     static DIST: OnceLock<PathBuf> = OnceLock::new();
@@ -93,7 +85,7 @@ impl Node {
     /// never started by package scripts (policy-rc.d), as in any chroot.
     pub fn fresh() -> Node {
         assert!(
-            is_root(),
+            nix::unistd::geteuid().is_root(),
             "the chroot tier needs root (chroot(2), debootstrap); run the test suite as root, as CI does"
         );
         let cached = debian::cached_root();
