@@ -4,6 +4,7 @@
 //! the service enabled. The service is not required to run: it cannot load a crash
 //! kernel before a reboot has reserved the memory.
 
+use skyhook_core::systemd::Systemd;
 use skyhook_core::pkgmgr::{PackageManager, Retry};
 use skyhook_core::{Checklist, Outcome, Result, Step};
 
@@ -15,7 +16,7 @@ pub fn apply(step: &Step) -> Result<Outcome> {
     let platform = Platform::detect(step)?;
     let pm = PackageManager::detect(&step.host, platform.family, Retry::from_env()?)?;
     let (package, unit) = (platform.package(), platform.service());
-    let systemd = step.host.systemd();
+    let systemd = Systemd::new(&step.host);
     let store = step.state();
     let mut state: State = store.load()?;
     let installed = pm.is_installed(package)?;
@@ -64,7 +65,7 @@ pub fn apply_check(step: &Step) -> Result<Outcome> {
     c.expect(step.host.which("kexec").is_some(), || {
         format!("kexec is not on this host (it comes with {package}): see the apply step's log")
     });
-    c.expect(step.host.systemd().is_enabled(unit)?, || {
+    c.expect(Systemd::new(&step.host).is_enabled(unit)?, || {
         format!("the {unit} service is not enabled (`systemctl is-enabled {unit}`): run apply again, or `systemctl enable {unit}`")
     });
     c.finish()?;

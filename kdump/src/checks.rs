@@ -2,6 +2,7 @@
 //! config-check and post-interrupt-check. They verify, they never repair, and list
 //! every unmet expectation with what to look at.
 
+use skyhook_core::systemd::Systemd;
 use skyhook_core::bootloader::{BootConfig, running_cmdline};
 use skyhook_core::distro::Family;
 use skyhook_core::kernel_args::with_key;
@@ -55,7 +56,7 @@ pub fn config_check(step: &Step) -> Result<Outcome> {
         (None, None) => {}
     }
     let unit = platform.service();
-    c.expect(step.host.systemd().is_enabled(unit)?, || {
+    c.expect(Systemd::new(&step.host).is_enabled(unit)?, || {
         format!("the {unit} service is not enabled: run apply again, or `systemctl enable {unit}`")
     });
     c.finish()?;
@@ -151,7 +152,7 @@ pub fn post_interrupt_check(step: &Step) -> Result<Outcome> {
     });
 
     let unit = platform.service();
-    match host.systemd().is_active(unit)? {
+    match Systemd::new(host).is_active(unit)? {
         Some(active) => {
             c.expect(active, || {
                 format!("the {unit} service is not active: see {}", platform.status_hint())

@@ -6,7 +6,7 @@
 
 use skyhook_core::original::SavedFile;
 use skyhook_core::state::StateStore;
-use skyhook_core::systemd::Applied;
+use skyhook_core::systemd::{Applied, Systemd};
 use skyhook_core::{Host, Result};
 
 use crate::platform::Platform;
@@ -56,7 +56,7 @@ pub fn deploy(
 /// Restarts the service when it is running (after its configuration changed).
 pub fn restart_if_running(host: &Host, platform: &Platform) -> Result<()> {
     let unit = platform.service();
-    let systemd = host.systemd();
+    let systemd = Systemd::new(host);
     match systemd.is_active(unit)? {
         Some(true) => {
             if systemd.restart(unit)? == Applied::Done {

@@ -15,6 +15,7 @@
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
+use skyhook_core::systemd::Systemd;
 use skyhook_core::bootloader::BootConfig;
 use skyhook_core::kernel_args::with_key;
 use skyhook_core::pkgmgr::{PackageManager, Retry};
@@ -118,7 +119,7 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
         ..Receipt::default()
     };
 
-    let systemd = host.systemd();
+    let systemd = Systemd::new(host);
     if installed && !keep_enabled {
         if systemd.is_active(unit)? == Some(true) {
             systemd.stop(unit)?;
@@ -237,7 +238,7 @@ pub fn uninstall_check(step: &Step) -> Result<Outcome> {
     }
     let pm = PackageManager::detect(host, platform.family, Retry::default())?;
     let unit = platform.service();
-    let systemd = host.systemd();
+    let systemd = Systemd::new(host);
     if receipt.removed {
         c.expect(!pm.is_installed(&receipt.package)?, || {
             format!("{} is still installed; see the uninstall step's log", receipt.package)

@@ -7,6 +7,7 @@
 //! `tuned-adm profile` is not usable there: without the daemon it tries to restart
 //! tuned through `service tuned restart`.
 
+use skyhook_core::systemd::Systemd;
 use skyhook_core::command::Cmd;
 use skyhook_core::{Error, Host, Result};
 
@@ -108,7 +109,7 @@ pub enum Activation {
 /// changed, so the profile is re-applied even when its name is already active.
 pub fn activate(host: &Host, names: &[String], files_changed: bool) -> Result<Activation> {
     let joined = names.join(" ");
-    if !host.systemd().is_running() {
+    if !Systemd::new(host).is_running() {
         host.write(ACTIVE_PROFILE, format!("{joined}\n").as_bytes(), 0o644)?;
         host.write(PROFILE_MODE, b"manual\n", 0o644)?;
         log::warn!(

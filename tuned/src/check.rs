@@ -7,6 +7,7 @@
 //! profile needs its interrupt before it can verify: config-check then only warns
 //! when verify fails; post-interrupt-check always requires it to pass.
 
+use skyhook_core::systemd::Systemd;
 use skyhook_core::command::Cmd;
 use skyhook_core::{Checklist, Error, Host, Result, Step};
 
@@ -56,7 +57,7 @@ pub fn config_check(step: &Step, verify: Verify) -> Result<()> {
         }
         Err(e) => return Err(e),
     };
-    let active = host.systemd().is_active(TUNED)?;
+    let active = Systemd::new(host).is_active(TUNED)?;
     match active {
         Some(a) => {
             c.expect(a, || {

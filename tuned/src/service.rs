@@ -3,7 +3,7 @@
 //! stops and removes it, and their checks.
 
 use skyhook_core::pkgmgr::{PackageManager, Retry};
-use skyhook_core::systemd::Applied;
+use skyhook_core::systemd::{Applied, Systemd};
 use skyhook_core::{Checklist, Outcome, Result, Step};
 
 use crate::deploy::{self, State};
@@ -32,7 +32,7 @@ pub fn install(step: &Step) -> Result<Outcome> {
         state.packages.extend(added);
         store.save(&state)?;
     }
-    let systemd = step.host.systemd();
+    let systemd = Systemd::new(&step.host);
     systemd.enable(TUNED)?;
     match systemd.start(TUNED)? {
         Applied::Done => log::info!("the tuned service is enabled and started"),
@@ -53,7 +53,7 @@ pub fn install_check(step: &Step) -> Result<()> {
             format!("{program} is not installed (not found on this host); the apply step installs the tuned package")
         });
     }
-    let systemd = host.systemd();
+    let systemd = Systemd::new(host);
     c.expect(systemd.is_enabled(TUNED)?, || {
         "the tuned service is not enabled (systemctl is-enabled tuned): it would not start at boot".into()
     });
@@ -77,7 +77,7 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     let pm = package_manager(step)?;
     let store = step.state();
     let state: State = store.load()?;
-    let systemd = host.systemd();
+    let systemd = Systemd::new(host);
     if pm.is_installed(TUNED)? {
         if systemd.stop(TUNED)? == Applied::Done {
             log::info!("stopped the tuned service (tuned rolls back its tuning when it stops)");
@@ -110,7 +110,7 @@ pub fn uninstall_check(step: &Step) -> Result<()> {
             format!("{program} is still installed")
         });
     }
-    let systemd = host.systemd();
+    let systemd = Systemd::new(host);
     match systemd.is_active(TUNED)? {
         Some(active) => {
             c.expect(!active, || "the tuned service is still active".into());

@@ -14,6 +14,7 @@
 
 use std::collections::BTreeSet;
 
+use skyhook_core::systemd::Systemd;
 use skyhook_core::bootargs::OwnArgs;
 use skyhook_core::bootloader::{self, contains_in_order};
 use skyhook_core::limits::{self, ProcessLimits, Rlim};
@@ -227,7 +228,7 @@ fn check_live_sysctl(host: &Host, conf: &sysctl::SysctlConf, c: &mut Checklist) 
 
 fn check_service_limits(host: &Host, d: &DropIn, c: &mut Checklist) -> Result<()> {
     let unit = format!("{}.service", d.unit);
-    let systemd = host.systemd();
+    let systemd = Systemd::new(host);
     if !systemd.is_running() {
         c.skip(format!("{unit} limits: systemd is not running on this host"));
         return Ok(());

@@ -20,6 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
+use skyhook_core::systemd::Systemd;
 use skyhook_core::bootargs::OwnArgs;
 use skyhook_core::error::bad_line;
 use skyhook_core::state::StateStore;
@@ -283,7 +284,7 @@ pub fn config(step: &Step) -> Result<Outcome> {
         shared::release(host, &paths.name)?
     };
     if intent.pending.daemon_reload {
-        host.systemd().daemon_reload()?;
+        Systemd::new(host).daemon_reload()?;
         intent.pending.daemon_reload = false;
     }
     let mut grub_changed = false;

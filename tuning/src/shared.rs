@@ -91,7 +91,7 @@ pub fn ensure(host: &Host, name: &str) -> Result<bool> {
     let mut changed = false;
     for file in SESSION_FILES {
         let real = host.resolve_links(file)?;
-        let Some(text) = host.read_to_string(&real)? else {
+        let Some(text) = host.read(&real)? else {
             continue;
         };
         if pam::has_session_module(&text, MODULE) {
@@ -101,7 +101,7 @@ pub fn ensure(host: &Host, name: &str) -> Result<bool> {
             file: real.clone(),
             text: format!(
                 "{}{}",
-                if text.is_empty() || text.ends_with('\n') {
+                if text.is_empty() || text.ends_with(b"\n") {
                     ""
                 } else {
                     "\n"
@@ -159,12 +159,13 @@ pub fn adopt_bash_lines(host: &Host, name: &str) -> Result<bool> {
             continue;
         }
         let path = host.resolve_links(Path::new("/etc/pam.d").join(&file))?;
-        let Some(text) = host.read_to_string(&path)? else {
+        let Some(text) = host.read(&path)? else {
             continue;
         };
-        let mut previous = "";
-        let bash_line = text.lines().any(|l| {
-            let hit = l == BASH_LINE && previous != MARKER;
+        let mut previous: &[u8] = b"";
+        let bash_line = text.split(|&b| b == b'\n').any(|l| {
+            let l = l.strip_suffix(b"\r").unwrap_or(l);
+            let hit = l == BASH_LINE.as_bytes() && previous != MARKER.as_bytes();
             previous = l;
             hit
         });
@@ -197,7 +198,7 @@ pub fn missing(host: &Host) -> Result<Option<Vec<String>>> {
     let mut missing = Vec::new();
     for file in SESSION_FILES {
         let real = host.resolve_links(file)?;
-        let Some(text) = host.read_to_string(&real)? else {
+        let Some(text) = host.read(&real)? else {
             continue;
         };
         any = true;
@@ -213,7 +214,7 @@ pub fn marked(host: &Host) -> Result<Vec<String>> {
     let mut found = Vec::new();
     for file in SESSION_FILES {
         let real = host.resolve_links(file)?;
-        if host.read_to_string(&real)?.is_some_and(|t| t.contains(MARKER)) {
+        if host.read(&real)?.is_some_and(|t| pam::find(&t, MARKER.as_bytes()).is_some()) {
             found.push(file.to_string());
         }
     }

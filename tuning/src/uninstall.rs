@@ -5,6 +5,7 @@
 //! entry needs it, systemd is reloaded and the boot configuration regenerated when
 //! their files went, and the state is forgotten.
 
+use skyhook_core::systemd::Systemd;
 use skyhook_core::bootargs::OwnArgs;
 use skyhook_core::{Checklist, Interrupt, Outcome, Result, Step};
 
@@ -52,7 +53,7 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     let removed = remove_files(host, &mut state, &files)?;
     shared::release(host, &paths.name)?;
     if state.pending.daemon_reload {
-        host.systemd().daemon_reload()?;
+        Systemd::new(host).daemon_reload()?;
         state.pending.daemon_reload = false;
     }
     let mut needs: Vec<Interrupt> = removed.units.iter().map(|u| Interrupt::service([u.as_str()])).collect();

@@ -81,6 +81,37 @@ pub enum HostError {
         /// The underlying error.
         source: io::Error,
     },
+    /// A path we would write, remove or capture is, or lies under, a symbolic link
+    /// no package created. Bad state on the node (exit 1), not bad input: the input
+    /// named a sound path, and the node must be repaired before a rerun.
+    #[error(
+        "refusing to {op} {}: {} is a symbolic link to {:?}, which no Skyhook package created; \
+         packages never write through a link they did not make. Replace the link with the \
+         real directory or file (or remove it), then rerun the step",
+        .path.display(), .link.display(), .points_to.display()
+    )]
+    Symlink {
+        /// What was being done ("write", "remove", "capture the original of").
+        op: &'static str,
+        /// The host path being written.
+        path: PathBuf,
+        /// The link found on the way (the path itself or one of its directories).
+        link: PathBuf,
+        /// Where the link points.
+        points_to: PathBuf,
+    },
+    /// A host file that must be text is not UTF-8.
+    #[error(
+        "cannot read {} as text: invalid UTF-8 at byte offset {offset}; the file is left as it is \
+         (fix or remove the stray byte if this file should be edited by the package)",
+        .path.display()
+    )]
+    NotText {
+        /// The host path.
+        path: PathBuf,
+        /// The offset of the first byte that is not UTF-8.
+        offset: usize,
+    },
     /// A path given to the host would leave its root (`..`) or is not absolute.
     #[error("refusing path {0:?}: host paths must be absolute and must not contain '..'")]
     BadPath(PathBuf),

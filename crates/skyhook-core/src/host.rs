@@ -4,19 +4,24 @@
 //! write is atomic, and every external command goes through the host's
 //! [`Runner`](crate::command::Runner).
 //!
-//! Environment (never set by the agent; for tests and offline use):
+//! File operations never follow a symbolic link below the root and never leave a
+//! temporary file (see [`crate::nofollow`]).
+//!
+//! Environment, read only by builds with the `test-hooks` feature (the test kit
+//! enables it; `skyhook-pkg dist` binaries are built without it and ignore both):
 //! - `SKYHOOK_HOST_ROOT`: the host root, default `/`.
 //! - `SKYHOOK_HOST_COMMANDS`: a directory of stand-in programs (see
 //!   [`StandInRunner`]). Without it, a host root other than `/` runs no commands.
 
-use std::fs::{self, OpenOptions};
-use std::io::{self, Write};
-use std::os::unix::fs::{DirBuilderExt, OpenOptionsExt, PermissionsExt};
+use std::ffi::OsStr;
+use std::fs;
+use std::io;
+use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
 use crate::command::{Cmd, Output, RefusingRunner, Runner, StandInRunner, SystemRunner};
 use crate::error::{HostError, Result};
-use crate::systemd::Systemd;
+use crate::nofollow::{Dir, Missing};
 
 /// The host: a root directory and a command runner.
 pub struct Host {
@@ -44,9 +49,14 @@ impl Host {
         }
     }
 
-    /// The host the environment describes: `/` with real commands on a node.
+    /// The host the step runs on: `/` with real commands. Only builds with the
+    /// `test-hooks` feature (test builds, through skyhook-testkit) read
+    /// `SKYHOOK_HOST_ROOT` and `SKYHOOK_HOST_COMMANDS`; a release binary never does.
     pub fn from_env() -> Self {
-        Self::from_vars(std::env::var_os(HOST_ROOT_VAR), std::env::var_os(HOST_COMMANDS_VAR))
+        #[cfg(feature = "test-hooks")]
+        return Self::from_vars(std::env::var_os(HOST_ROOT_VAR), std::env::var_os(HOST_COMMANDS_VAR));
+        #[cfg(not(feature = "test-hooks"))]
+        Host::new("/", SystemRunner)
     }
 
     /// The host for the given values of `SKYHOOK_HOST_ROOT` and `SKYHOOK_HOST_COMMANDS`.
@@ -89,11 +99,39 @@ impl Host {
         }
     }
 
-    /// The contents of `path` as text (invalid UTF-8 replaced), or `None` when missing.
+    /// The contents of `path` as text, or `None` when missing. A file that is not
+    /// UTF-8 is an error naming it and the offset of the first bad byte: no byte is
+    /// ever replaced (callers that edit foreign files byte for byte use [`Host::read`]).
     pub fn read_to_string(&self, path: impl AsRef<Path>) -> Result<Option<String>, HostError> {
-        Ok(self
-            .read(path)?
-            .map(|b| String::from_utf8(b).unwrap_or_else(|e| String::from_utf8_lossy(e.as_bytes()).into_owned())))
+        let path = path.as_ref();
+        self.read(path)?
+            .map(|b| {
+                String::from_utf8(b).map_err(|e| HostError::NotText {
+                    path: path.to_path_buf(),
+                    offset: e.utf8_error().valid_up_to(),
+                })
+            })
+            .transpose()
+    }
+
+    /// The contents and permission bits of the regular file `path`, read without
+    /// following a symbolic link on the way (a link is refused with
+    /// [`HostError::Symlink`]); `None` when missing. For files whose content a
+    /// package keeps (saved originals).
+    pub fn read_no_follow(&self, path: impl AsRef<Path>, op: &'static str) -> Result<Option<(Vec<u8>, u32)>, HostError> {
+        let path = path.as_ref();
+        let (dir, name) = split(path)?;
+        match Dir::open(&self.root, dir, Missing::Absent, op, path)? {
+            Some(dir) => dir.read(name, op, path),
+            None => Ok(None),
+        }
+    }
+
+    /// The directory holding `path` and the file name, opened without following links.
+    fn parent<'p>(&self, path: &'p Path, missing: Missing, op: &'static str) -> Result<Option<(Dir, &'p OsStr)>, HostError> {
+        self.path(path)?;
+        let (dir, name) = split(path)?;
+        Ok(Dir::open(&self.root, dir, missing, op, path)?.map(|d| (d, name)))
     }
 
     /// Whether `path` exists (a dangling symlink counts as existing).
@@ -117,62 +155,66 @@ impl Host {
         Ok(self.read(path)?.is_some_and(|c| c == content) && self.mode(path)? == Some(mode))
     }
 
-    /// Makes `path` hold `content` with permission bits `mode`, atomically (temporary
-    /// file in the same directory, fsync, rename), creating parent directories (0755).
-    /// Does nothing when the file already matches; returns whether it wrote.
+    /// Makes `path` hold `content` with permission bits `mode`, atomically (exclusive
+    /// temporary in the same directory, fsync, rename), creating parent directories
+    /// (0755). Refuses a path that is, or lies under, a symbolic link (see
+    /// [`crate::nofollow`]); removes stale temporaries of `path` first. Does nothing
+    /// when the file already matches; returns whether it wrote.
     pub fn write(&self, path: impl AsRef<Path>, content: &[u8], mode: u32) -> Result<bool, HostError> {
         let path = path.as_ref();
-        if self.has_content(path, content, mode)? {
+        let (dir, name) = self.parent(path, Missing::Create, "write")?.expect("created");
+        dir.sweep_temporaries(name)?;
+        if dir.read(name, "write", path)? == Some((content.to_vec(), mode)) {
             return Ok(false);
         }
-        let real = self.path(path)?;
-        write_atomic(&real, content, mode).map_err(|e| HostError::io("write", path, e))?;
+        dir.write_file(name, content, mode)
+            .map_err(|e| HostError::io("write", path, e))?;
         log::debug!("wrote {}", path.display());
         Ok(true)
     }
 
-    /// Removes the file or symlink `path` if present; returns whether it was there.
+    /// Removes the file or symlink `path` if present (a link itself, never what it
+    /// points to) and any stale temporaries of it; returns whether it was there.
+    /// Refuses a path under a symbolic link.
     pub fn remove(&self, path: impl AsRef<Path>) -> Result<bool, HostError> {
-        let real = self.path(&path)?;
-        match fs::remove_file(&real) {
-            Ok(()) => {
-                log::debug!("removed {}", path.as_ref().display());
-                Ok(true)
-            }
-            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
-            Err(e) => Err(HostError::io("remove", path.as_ref(), e)),
+        let path = path.as_ref();
+        let Some((dir, name)) = self.parent(path, Missing::Absent, "remove")? else {
+            return Ok(false);
+        };
+        dir.sweep_temporaries(name)?;
+        let removed = dir.unlink(name).map_err(|e| HostError::io("remove", path, e))?;
+        if removed {
+            log::debug!("removed {}", path.display());
         }
+        Ok(removed)
     }
 
     /// Removes the directory `path` if it exists and is empty; returns whether it did.
+    /// Refuses a path under a symbolic link.
     pub fn remove_empty_dir(&self, path: impl AsRef<Path>) -> Result<bool, HostError> {
-        let real = self.path(&path)?;
-        match fs::remove_dir(&real) {
-            Ok(()) => Ok(true),
-            Err(e) if matches!(e.kind(), io::ErrorKind::NotFound | io::ErrorKind::DirectoryNotEmpty) => Ok(false),
-            Err(e) if e.raw_os_error() == Some(nix::libc::ENOTEMPTY) => Ok(false),
-            Err(e) => Err(HostError::io("remove directory", path.as_ref(), e)),
-        }
+        let path = path.as_ref();
+        let Some((dir, name)) = self.parent(path, Missing::Absent, "remove directory")? else {
+            return Ok(false);
+        };
+        dir.refuse_link(name, "remove directory", path)?;
+        dir.remove_empty_dir(name)
+            .map_err(|e| HostError::io("remove directory", path, e))
     }
 
     /// Makes `link` a symbolic link to `target` (replacing a file or a different
-    /// link atomically); returns whether it changed anything.
+    /// link atomically, through an exclusive temporary); returns whether it changed
+    /// anything. Refuses a `link` under a symbolic link.
     pub fn symlink(&self, target: impl AsRef<Path>, link: impl AsRef<Path>) -> Result<bool, HostError> {
         let (target, link) = (target.as_ref(), link.as_ref());
-        let real = self.path(link)?;
-        if fs::read_link(&real).is_ok_and(|t| t == target) {
+        let (dir, name) = self
+            .parent(link, Missing::Create, "create symlink")?
+            .expect("created");
+        dir.sweep_temporaries(name)?;
+        if dir.read_link(name)?.is_some_and(|t| t == target.as_os_str()) {
             return Ok(false);
         }
-        let result = (|| {
-            if let Some(parent) = real.parent() {
-                fs::create_dir_all(parent)?;
-            }
-            let tmp = temp_sibling(&real);
-            let _ = fs::remove_file(&tmp);
-            std::os::unix::fs::symlink(target, &tmp)?;
-            fs::rename(&tmp, &real)
-        })();
-        result.map_err(|e| HostError::io("create symlink", link, e))?;
+        dir.write_link(name, target)
+            .map_err(|e| HostError::io("create symlink", link, e))?;
         Ok(true)
     }
 
@@ -264,24 +306,16 @@ impl Host {
         self.runner.find(&self.root, program)
     }
 
-    /// systemd on this host.
-    pub fn systemd(&self) -> Systemd<'_> {
-        Systemd::new(self)
-    }
-
-    /// The host's total memory in bytes: sysinfo on a real root; `MemTotal` of the
-    /// root's `/proc/meminfo` on a scratch root (tests put a fake one there).
+    /// The host's total memory in bytes: `MemTotal` of the root's `/proc/meminfo`
+    /// (the kernel's on a node, a fake one on a scratch root).
     pub fn total_memory(&self) -> Result<u64, HostError> {
-        if self.root == Path::new("/") {
-            if let Ok(mut sys) = sysinfo::System::new() {
-                sys.refresh_memory();
-                let total = sys.total_memory();
-                if total > 0 {
-                    return Ok(total);
-                }
-            }
-        }
-        let text = self.read_to_string("/proc/meminfo")?.unwrap_or_default();
+        let Some(text) = self.read_to_string("/proc/meminfo")? else {
+            return Err(HostError::io(
+                "read the total memory from",
+                "/proc/meminfo",
+                io::Error::new(io::ErrorKind::NotFound, "the file is missing (is /proc mounted?)"),
+            ));
+        };
         parse_meminfo_total(&text).ok_or_else(|| {
             HostError::io(
                 "read the total memory from",
@@ -303,39 +337,26 @@ pub fn parse_meminfo_total(text: &str) -> Option<u64> {
     }
 }
 
-fn temp_sibling(path: &Path) -> PathBuf {
-    let name = path.file_name().unwrap_or_default().to_string_lossy();
-    path.with_file_name(format!(".{name}.skyhook-tmp.{}", std::process::id()))
+/// The parent directory and file name of the host path `path`.
+fn split(path: &Path) -> Result<(&Path, &OsStr), HostError> {
+    match (path.parent(), path.file_name()) {
+        (Some(dir), Some(name)) => Ok((dir, name)),
+        _ => Err(HostError::BadPath(path.to_path_buf())),
+    }
 }
 
-/// Writes `content` to `path` through a temporary sibling, fsyncs it, sets `mode`,
-/// renames it over `path` and fsyncs the directory: readers see the old file or
-/// the new one, never a partial one.
+/// Writes `content` to `path` (a path on this machine, not under a host root; its
+/// directory is trusted and created when missing) the way [`Host::write`] does:
+/// stale temporaries swept, exclusive temporary, fsync, rename, fsync of the
+/// directory. Readers see the old file or the new one, never a partial one; a
+/// symbolic link at `path` is replaced, never followed.
 pub fn write_atomic(path: &Path, content: &[u8], mode: u32) -> io::Result<()> {
-    let dir = path
-        .parent()
-        .ok_or_else(|| io::Error::other("path has no parent directory"))?;
-    if !dir.exists() {
-        fs::DirBuilder::new().recursive(true).mode(0o755).create(dir)?;
-    }
-    let tmp = temp_sibling(path);
-    let result = (|| {
-        let mut file = OpenOptions::new()
-            .write(true)
-            .create(true)
-            .truncate(true)
-            .mode(mode)
-            .open(&tmp)?;
-        file.write_all(content)?;
-        file.set_permissions(fs::Permissions::from_mode(mode))?;
-        file.sync_all()?;
-        fs::rename(&tmp, path)?;
-        fs::File::open(dir)?.sync_all()
-    })();
-    if result.is_err() {
-        let _ = fs::remove_file(&tmp);
-    }
-    result
+    let (Some(dir), Some(name)) = (path.parent(), path.file_name()) else {
+        return Err(io::Error::other("path has no parent directory"));
+    };
+    let dir = Dir::open_trusted(dir)?;
+    dir.sweep_temporaries(name).map_err(io::Error::other)?;
+    dir.write_file(name, content, mode)
 }
 
 #[cfg(test)]

@@ -34,7 +34,10 @@ pub struct SavedFile {
 }
 
 impl SavedFile {
-    /// Records `path` as it is now on `host`.
+    /// Records `path` as it is now on `host`. A path that is, or lies under, a
+    /// symbolic link is refused ([`crate::HostError::Symlink`]): an "original" read
+    /// through a link could be any file on the node (`/etc/shadow`), later written
+    /// back or kept in the package's state.
     pub fn capture(host: &Host, path: impl AsRef<Path>) -> Result<Self> {
         let path = path.as_ref();
         let mut saved = SavedFile {
@@ -44,9 +47,9 @@ impl SavedFile {
             text: None,
             base64: None,
         };
-        if let Some(bytes) = host.read(path)? {
+        if let Some((bytes, mode)) = host.read_no_follow(path, "capture the original of")? {
             saved.existed = true;
-            saved.mode = host.mode(path)?;
+            saved.mode = Some(mode);
             match String::from_utf8(bytes) {
                 Ok(text) => saved.text = Some(text),
                 Err(e) => saved.base64 = Some(base64::engine::general_purpose::STANDARD.encode(e.as_bytes())),
@@ -127,5 +130,25 @@ mod tests {
         assert!(!h.exists("/etc/c.conf"));
         let json = serde_json::to_string(&a).unwrap();
         assert_eq!(serde_json::from_str::<SavedFile>(&json).unwrap(), a);
+    }
+
+    #[test]
+    fn refuses_to_capture_through_a_symbolic_link() {
+        let d = tempfile::tempdir().unwrap();
+        let h = Host::new(d.path(), RecordingRunner::succeeding());
+        h.write("/etc/shadow", b"root:$6$secret:19000::::::\n", 0o640).unwrap();
+        h.symlink("/etc/shadow", "/etc/default/kdump-tools").unwrap();
+        h.write("/etc/real/grub", b"x\n", 0o644).unwrap();
+        h.symlink("/etc/real", "/etc/linked").unwrap();
+        for (path, link) in [
+            ("/etc/default/kdump-tools", "/etc/default/kdump-tools"),
+            ("/etc/linked/grub", "/etc/linked"),
+        ] {
+            let e = SavedFile::capture(&h, path).unwrap_err();
+            assert_eq!(e.exit_code(), 1, "bad state on the node");
+            let msg = e.to_string();
+            assert!(msg.contains(path) && msg.contains(&format!("{link} is a symbolic link")), "{msg}");
+            assert!(!msg.contains("secret"), "never echoes the target's content: {msg}");
+        }
     }
 }

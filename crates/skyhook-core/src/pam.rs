@@ -5,7 +5,12 @@
 //!
 //! Debian-like hosts build sessions from `/etc/pam.d/common-session` and
 //! `common-session-noninteractive`; RHEL-like ones from `system-auth` and
-//! `password-auth` (often symbolic links into `/etc/authselect`, written through).
+//! `password-auth` (often symbolic links into `/etc/authselect`: the link is
+//! resolved and its target written, the link itself is left alone).
+//!
+//! The files are edited as bytes: a Latin-1 comment, CRLF line ends or a missing
+//! final newline are kept exactly, and taking back what was added restores the
+//! file byte for byte.
 
 use std::path::{Path, PathBuf};
 
@@ -24,8 +29,10 @@ pub const SESSION_FILES: [&str; 4] = [
 
 /// Whether `text` has an active (not commented out) `session` line using `module`
 /// (`pam_limits.so`, matched by file name so `/lib/security/pam_limits.so` counts).
-pub fn has_session_module(text: &str, module: &str) -> bool {
-    text.lines().any(|l| {
+/// Bytes that are not UTF-8 (a Latin-1 comment) are tolerated.
+pub fn has_session_module(text: impl AsRef<[u8]>, module: &str) -> bool {
+    text.as_ref().split(|&b| b == b'\n').any(|l| {
+        let l = String::from_utf8_lossy(l);
         let mut words = l.split_whitespace();
         let Some(kind) = words.next() else { return false };
         if kind.starts_with('#') || kind.trim_start_matches('-') != "session" {
@@ -67,14 +74,14 @@ pub fn ensure_session_module(
     lines: &str,
 ) -> Result<Option<Appended>, HostError> {
     let real = host.resolve_links(path)?;
-    let Some(text) = host.read_to_string(&real)? else {
+    let Some(text) = host.read(&real)? else {
         return Ok(None);
     };
     if has_session_module(&text, module) {
         return Ok(None);
     }
     let mut appended = String::new();
-    if !text.is_empty() && !text.ends_with('\n') {
+    if !text.is_empty() && !text.ends_with(b"\n") {
         appended.push('\n');
     }
     appended.push_str(lines);
@@ -82,7 +89,7 @@ pub fn ensure_session_module(
         appended.push('\n');
     }
     let mode = host.mode(&real)?.unwrap_or(0o644);
-    host.write(&real, format!("{text}{appended}").as_bytes(), mode)?;
+    host.write(&real, &[text.as_slice(), appended.as_bytes()].concat(), mode)?;
     Ok(Some(Appended {
         file: real,
         text: appended,
@@ -92,19 +99,27 @@ pub fn ensure_session_module(
 /// Takes back `appended`: the text is cut from the end of the file when it is still
 /// there, else its first occurrence is removed. Returns whether the file changed.
 pub fn remove_appended(host: &Host, appended: &Appended) -> Result<bool, HostError> {
-    let Some(text) = host.read_to_string(&appended.file)? else {
+    let Some(text) = host.read(&appended.file)? else {
         return Ok(false);
     };
-    let new = if let Some(before) = text.strip_suffix(&appended.text) {
-        before.to_string()
-    } else if let Some(i) = text.find(appended.text.trim_start_matches('\n')) {
-        let body = appended.text.trim_start_matches('\n');
-        format!("{}{}", &text[..i], &text[i + body.len()..])
+    let body = appended.text.trim_start_matches('\n').as_bytes();
+    let new = if let Some(before) = text.strip_suffix(appended.text.as_bytes()) {
+        before.to_vec()
+    } else if let Some(i) = find(&text, body) {
+        [&text[..i], &text[i + body.len()..]].concat()
     } else {
         return Ok(false);
     };
     let mode = host.mode(&appended.file)?.unwrap_or(0o644);
-    host.write(&appended.file, new.as_bytes(), mode)
+    host.write(&appended.file, &new, mode)
+}
+
+/// Where `needle` first occurs in `haystack` (an empty needle never does).
+pub fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
+    if needle.is_empty() {
+        return None;
+    }
+    haystack.windows(needle.len()).position(|w| w == needle)
 }
 
 #[cfg(test)]
@@ -168,6 +183,24 @@ mod tests {
             "never creates a PAM file"
         );
         assert!(!h.exists("/etc/pam.d/common-session"));
+    }
+
+    #[test]
+    fn foreign_bytes_crlf_and_a_missing_final_newline_survive_add_and_remove() {
+        let d = tempfile::tempdir().unwrap();
+        let h = Host::new(d.path(), RecordingRunner::succeeding());
+        // A Latin-1 comment (0xe9 is 'é'), CRLF line ends, no final newline.
+        let original: &[u8] = b"# r\xe9sum\xe9 des sessions\r\nsession required pam_unix.so\r\nsession optional pam_systemd.so";
+        h.write("/etc/pam.d/common-session", original, 0o644).unwrap();
+        let lines = "# added\nsession required pam_limits.so\n";
+        let path = Path::new("/etc/pam.d/common-session");
+        let a = ensure_session_module(&h, path, "pam_limits.so", lines).unwrap().unwrap();
+        let edited = h.read(path).unwrap().unwrap();
+        assert_eq!(&edited[..original.len()], original, "every foreign byte kept");
+        assert_eq!(&edited[original.len()..], b"\n# added\nsession required pam_limits.so\n");
+        assert!(has_session_module(&edited, "pam_limits.so"));
+        assert!(remove_appended(&h, &a).unwrap());
+        assert_eq!(h.read(path).unwrap().unwrap(), original, "byte for byte after removal");
     }
 
     #[test]

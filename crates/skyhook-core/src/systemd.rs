@@ -136,7 +136,7 @@ mod tests {
     #[test]
     fn live_operations_are_skipped_without_a_running_systemd() {
         let (_d, h) = host(false, |_| Output::exited(0, "active\n"));
-        let s = h.systemd();
+        let s = Systemd::new(&h);
         assert!(!s.is_running());
         assert_eq!(s.restart("tuned").unwrap(), Applied::Skipped);
         assert_eq!(s.daemon_reload().unwrap(), Applied::Skipped);
@@ -153,7 +153,7 @@ mod tests {
             "show" => Output::exited(0, "1234\n"),
             _ => Output::exited(0, ""),
         });
-        let s = h.systemd();
+        let s = Systemd::new(&h);
         assert_eq!(s.restart("containerd.service").unwrap(), Applied::Done);
         assert_eq!(s.is_active("tuned").unwrap(), Some(false));
         assert!(s.is_enabled("tuned").unwrap());
@@ -167,7 +167,7 @@ mod tests {
             stderr: "Unit x.service not found.\n".into(),
             ..Output::default()
         });
-        let e = h.systemd().restart("x.service").unwrap_err().to_string();
+        let e = Systemd::new(&h).restart("x.service").unwrap_err().to_string();
         assert!(
             e.contains("systemctl restart x.service") && e.contains("not found"),
             "{e}"
