@@ -15,10 +15,10 @@
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
-use skyhook_core::systemd::Systemd;
 use skyhook_core::bootloader::BootConfig;
 use skyhook_core::kernel_args::with_key;
 use skyhook_core::pkgmgr::{PackageManager, Retry};
+use skyhook_core::systemd::Systemd;
 use skyhook_core::{Checklist, Error, HostError, Outcome, Result, Step};
 
 use crate::boot::{self, Boot, DROP_IN_MARKER, KEY};

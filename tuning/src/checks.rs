@@ -14,11 +14,11 @@
 
 use std::collections::BTreeSet;
 
-use skyhook_core::systemd::Systemd;
 use skyhook_core::bootargs::OwnArgs;
 use skyhook_core::bootloader::{self, contains_in_order};
 use skyhook_core::limits::{self, ProcessLimits, Rlim};
 use skyhook_core::sysctl::{self as ksysctl, Key};
+use skyhook_core::systemd::Systemd;
 use skyhook_core::{Checklist, Host, Outcome, Result, Step};
 
 use crate::dropin::DropIn;

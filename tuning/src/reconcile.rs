@@ -20,11 +20,11 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
-use skyhook_core::systemd::Systemd;
 use skyhook_core::bootargs::OwnArgs;
 use skyhook_core::error::bad_line;
 use skyhook_core::state::StateStore;
 use skyhook_core::sysctl::{self as ksysctl, Key};
+use skyhook_core::systemd::Systemd;
 use skyhook_core::{Error, Host, HostError, Interrupt, Outcome, Result, Step};
 
 use crate::grub;

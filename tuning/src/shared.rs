@@ -214,7 +214,10 @@ pub fn marked(host: &Host) -> Result<Vec<String>> {
     let mut found = Vec::new();
     for file in SESSION_FILES {
         let real = host.resolve_links(file)?;
-        if host.read(&real)?.is_some_and(|t| pam::find(&t, MARKER.as_bytes()).is_some()) {
+        if host
+            .read(&real)?
+            .is_some_and(|t| pam::find(&t, MARKER.as_bytes()).is_some())
+        {
             found.push(file.to_string());
         }
     }

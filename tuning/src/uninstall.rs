@@ -5,8 +5,8 @@
 //! entry needs it, systemd is reloaded and the boot configuration regenerated when
 //! their files went, and the state is forgotten.
 
-use skyhook_core::systemd::Systemd;
 use skyhook_core::bootargs::OwnArgs;
+use skyhook_core::systemd::Systemd;
 use skyhook_core::{Checklist, Interrupt, Outcome, Result, Step};
 
 use crate::reconcile::{describe, persist, remove_files, restore_live};

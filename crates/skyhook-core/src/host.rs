@@ -118,7 +118,11 @@ impl Host {
     /// following a symbolic link on the way (a link is refused with
     /// [`HostError::Symlink`]); `None` when missing. For files whose content a
     /// package keeps (saved originals).
-    pub fn read_no_follow(&self, path: impl AsRef<Path>, op: &'static str) -> Result<Option<(Vec<u8>, u32)>, HostError> {
+    pub fn read_no_follow(
+        &self,
+        path: impl AsRef<Path>,
+        op: &'static str,
+    ) -> Result<Option<(Vec<u8>, u32)>, HostError> {
         let path = path.as_ref();
         let (dir, name) = split(path)?;
         match Dir::open(&self.root, dir, Missing::Absent, op, path)? {
@@ -128,7 +132,12 @@ impl Host {
     }
 
     /// The directory holding `path` and the file name, opened without following links.
-    fn parent<'p>(&self, path: &'p Path, missing: Missing, op: &'static str) -> Result<Option<(Dir, &'p OsStr)>, HostError> {
+    fn parent<'p>(
+        &self,
+        path: &'p Path,
+        missing: Missing,
+        op: &'static str,
+    ) -> Result<Option<(Dir, &'p OsStr)>, HostError> {
         self.path(path)?;
         let (dir, name) = split(path)?;
         Ok(Dir::open(&self.root, dir, missing, op, path)?.map(|d| (d, name)))
@@ -206,9 +215,7 @@ impl Host {
     /// anything. Refuses a `link` under a symbolic link.
     pub fn symlink(&self, target: impl AsRef<Path>, link: impl AsRef<Path>) -> Result<bool, HostError> {
         let (target, link) = (target.as_ref(), link.as_ref());
-        let (dir, name) = self
-            .parent(link, Missing::Create, "create symlink")?
-            .expect("created");
+        let (dir, name) = self.parent(link, Missing::Create, "create symlink")?.expect("created");
         dir.sweep_temporaries(name)?;
         if dir.read_link(name)?.is_some_and(|t| t == target.as_os_str()) {
             return Ok(false);
@@ -490,9 +497,107 @@ mod tests {
     }
 
     #[test]
+    fn writes_and_removes_sweep_stale_temporaries_and_never_follow_a_planted_link() {
+        let (d, h) = scratch();
+        h.write("/etc/cron.d/job", b"keep\n", 0o644).unwrap();
+        h.write("/etc/sysctl.d/x.conf", b"a=1\n", 0o644).unwrap();
+        let dir = d.path().join("etc/sysctl.d");
+        fs::write(dir.join(".x.conf.skyhook-tmp.4242"), "stale").unwrap();
+        std::os::unix::fs::symlink(d.path().join("etc/cron.d/job"), dir.join(".x.conf.skyhook-tmp.4243.0")).unwrap();
+        fs::write(dir.join(".other.conf.skyhook-tmp.1"), "not ours to sweep").unwrap();
+        assert!(h.write("/etc/sysctl.d/x.conf", b"a=2\n", 0o644).unwrap());
+        assert_eq!(
+            h.list_dir("/etc/sysctl.d").unwrap(),
+            [".other.conf.skyhook-tmp.1", "x.conf"],
+            "only the temporaries of x.conf are swept"
+        );
+        assert_eq!(
+            h.read("/etc/cron.d/job").unwrap().unwrap(),
+            b"keep\n",
+            "link target untouched"
+        );
+        assert_eq!(h.mode("/etc/cron.d/job").unwrap(), Some(0o644));
+        fs::write(dir.join(".x.conf.skyhook-tmp.4244"), "stale").unwrap();
+        assert!(h.remove("/etc/sysctl.d/x.conf").unwrap());
+        fs::write(dir.join(".x.conf.skyhook-tmp.4245"), "stale").unwrap();
+        assert!(!h.remove("/etc/sysctl.d/x.conf").unwrap(), "already gone, still swept");
+        assert_eq!(h.list_dir("/etc/sysctl.d").unwrap(), [".other.conf.skyhook-tmp.1"]);
+        fs::write(d.path().join("etc/.l.skyhook-tmp.1"), "stale").unwrap();
+        assert!(h.symlink("x", "/etc/l").unwrap());
+        assert!(!h.exists("/etc/.l.skyhook-tmp.1"), "symlink() sweeps too");
+    }
+
+    #[test]
+    fn refuses_to_write_or_remove_through_a_symbolic_link_it_did_not_make() {
+        let (d, h) = scratch();
+        h.write("/etc/cron.d/job", b"keep\n", 0o644).unwrap();
+        std::os::unix::fs::symlink("/etc/cron.d", d.path().join("etc/containerd.service.d")).unwrap();
+        std::os::unix::fs::symlink("/etc/cron.d/job", d.path().join("etc/x.conf")).unwrap();
+        let cases: [(&str, &str, Box<dyn Fn() -> Result<bool, HostError>>); 5] = [
+            (
+                "/etc/containerd.service.d/job",
+                "/etc/containerd.service.d",
+                Box::new(|| h.write("/etc/containerd.service.d/job", b"evil", 0o755)),
+            ),
+            (
+                "/etc/containerd.service.d/new/f",
+                "/etc/containerd.service.d",
+                Box::new(|| h.write("/etc/containerd.service.d/new/f", b"evil", 0o644)),
+            ),
+            (
+                "/etc/x.conf",
+                "/etc/x.conf",
+                Box::new(|| h.write("/etc/x.conf", b"evil", 0o755)),
+            ),
+            (
+                "/etc/containerd.service.d/job",
+                "/etc/containerd.service.d",
+                Box::new(|| h.remove("/etc/containerd.service.d/job")),
+            ),
+            (
+                "/etc/containerd.service.d/l",
+                "/etc/containerd.service.d",
+                Box::new(|| h.symlink("/x", "/etc/containerd.service.d/l")),
+            ),
+        ];
+        for (path, link, attempt) in cases {
+            let e = attempt().unwrap_err();
+            assert!(matches!(e, HostError::Symlink { .. }), "{path}: {e}");
+            let msg = e.to_string();
+            assert!(
+                msg.contains(path) && msg.contains(&format!("{link} is a symbolic link to \"/etc/cron.d")),
+                "{msg}"
+            );
+            assert_eq!(crate::Error::from(e).exit_code(), 1);
+        }
+        assert_eq!(
+            h.list_dir("/etc/cron.d").unwrap(),
+            ["job"],
+            "nothing created through the link"
+        );
+        assert_eq!(h.read("/etc/cron.d/job").unwrap().unwrap(), b"keep\n");
+        assert_eq!(h.mode("/etc/cron.d/job").unwrap(), Some(0o644));
+        assert!(h.remove("/etc/x.conf").unwrap(), "a link itself may be removed");
+        assert!(h.exists("/etc/cron.d/job"), "its target stays");
+    }
+
+    #[test]
+    fn read_to_string_never_replaces_bytes() {
+        let (_d, h) = scratch();
+        h.write("/etc/default/grub", b"GRUB_CMDLINE_LINUX=\"\"\n# caf\xe9\n", 0o644)
+            .unwrap();
+        let e = h.read_to_string("/etc/default/grub").unwrap_err().to_string();
+        assert!(e.contains("/etc/default/grub") && e.contains("byte offset 27"), "{e}");
+        assert_eq!(h.read_to_string("/etc/missing").unwrap(), None);
+    }
+
+    #[test]
     fn total_memory_of_a_scratch_root_comes_from_its_meminfo() {
         let (_d, h) = scratch();
-        assert!(h.total_memory().is_err());
+        let e = h.total_memory().unwrap_err().to_string();
+        assert!(e.contains("/proc/meminfo") && e.contains("missing"), "{e}");
+        h.write("/proc/meminfo", b"MemFree: 1 kB\n", 0o444).unwrap();
+        assert!(h.total_memory().unwrap_err().to_string().contains("no MemTotal line"));
         h.write("/proc/meminfo", b"MemTotal:       16384000 kB\nMemFree: 1 kB\n", 0o444)
             .unwrap();
         assert_eq!(h.total_memory().unwrap(), 16_384_000 * 1024);

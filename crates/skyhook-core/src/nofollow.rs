@@ -58,9 +58,19 @@ impl Dir {
     /// Opens the host directory `dir` (absolute, without `..`) under `root`, for
     /// `op` on `target` (named in errors). `None` when it is missing and `missing`
     /// is [`Missing::Absent`].
-    pub fn open(root: &Path, dir: &Path, missing: Missing, op: &'static str, target: &Path) -> Result<Option<Dir>, HostError> {
-        let fd = nix::fcntl::open(root, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty())
-            .map_err(|e| HostError::io(op, target, e.into()))?;
+    pub fn open(
+        root: &Path,
+        dir: &Path,
+        missing: Missing,
+        op: &'static str,
+        target: &Path,
+    ) -> Result<Option<Dir>, HostError> {
+        let fd = nix::fcntl::open(
+            root,
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| HostError::io(op, target, e.into()))?;
         let mut current = Dir {
             fd,
             path: PathBuf::from("/"),
@@ -84,7 +94,11 @@ impl Dir {
         if !path.exists() {
             std::fs::DirBuilder::new().recursive(true).create(path)?;
         }
-        let fd = nix::fcntl::open(path, OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty())?;
+        let fd = nix::fcntl::open(
+            path,
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )?;
         Ok(Dir {
             fd,
             path: path.to_path_buf(),
@@ -106,7 +120,11 @@ impl Dir {
                 }
                 Err(Errno::ELOOP | Errno::ENOTDIR) => {
                     self.refuse_link(name, op, target)?;
-                    return Err(HostError::io(op, target, io::Error::other(format!("{} is not a directory", path.display()))));
+                    return Err(HostError::io(
+                        op,
+                        target,
+                        io::Error::other(format!("{} is not a directory", path.display())),
+                    ));
                 }
                 Err(e) => return Err(HostError::io(op, target, e.into())),
             }
@@ -174,8 +192,13 @@ impl Dir {
         let mut prefix = b".".to_vec();
         prefix.extend_from_slice(name.as_bytes());
         prefix.extend_from_slice(TEMP_INFIX.as_bytes());
-        let listing = nix::dir::Dir::openat(self.fd.as_fd(), ".", OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC, Mode::empty())
-            .map_err(|e| HostError::io("list", &self.path, e.into()))?;
+        let listing = nix::dir::Dir::openat(
+            self.fd.as_fd(),
+            ".",
+            OFlag::O_RDONLY | OFlag::O_DIRECTORY | OFlag::O_CLOEXEC,
+            Mode::empty(),
+        )
+        .map_err(|e| HostError::io("list", &self.path, e.into()))?;
         let stale: Vec<OsString> = listing
             .into_iter()
             .filter_map(|entry| entry.ok())
@@ -186,7 +209,13 @@ impl Dir {
             match nix::unistd::unlinkat(self.fd.as_fd(), temp.as_os_str(), UnlinkatFlags::NoRemoveDir) {
                 Ok(()) => log::debug!("removed a stale temporary {}", self.path.join(&temp).display()),
                 Err(Errno::ENOENT) => {}
-                Err(e) => return Err(HostError::io("remove the stale temporary", self.path.join(&temp), e.into())),
+                Err(e) => {
+                    return Err(HostError::io(
+                        "remove the stale temporary",
+                        self.path.join(&temp),
+                        e.into(),
+                    ));
+                }
             }
         }
         Ok(())

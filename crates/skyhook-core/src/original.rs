@@ -147,7 +147,10 @@ mod tests {
             let e = SavedFile::capture(&h, path).unwrap_err();
             assert_eq!(e.exit_code(), 1, "bad state on the node");
             let msg = e.to_string();
-            assert!(msg.contains(path) && msg.contains(&format!("{link} is a symbolic link")), "{msg}");
+            assert!(
+                msg.contains(path) && msg.contains(&format!("{link} is a symbolic link")),
+                "{msg}"
+            );
             assert!(!msg.contains("secret"), "never echoes the target's content: {msg}");
         }
     }

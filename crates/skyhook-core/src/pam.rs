@@ -190,14 +190,20 @@ mod tests {
         let d = tempfile::tempdir().unwrap();
         let h = Host::new(d.path(), RecordingRunner::succeeding());
         // A Latin-1 comment (0xe9 is 'é'), CRLF line ends, no final newline.
-        let original: &[u8] = b"# r\xe9sum\xe9 des sessions\r\nsession required pam_unix.so\r\nsession optional pam_systemd.so";
+        let original: &[u8] =
+            b"# r\xe9sum\xe9 des sessions\r\nsession required pam_unix.so\r\nsession optional pam_systemd.so";
         h.write("/etc/pam.d/common-session", original, 0o644).unwrap();
         let lines = "# added\nsession required pam_limits.so\n";
         let path = Path::new("/etc/pam.d/common-session");
-        let a = ensure_session_module(&h, path, "pam_limits.so", lines).unwrap().unwrap();
+        let a = ensure_session_module(&h, path, "pam_limits.so", lines)
+            .unwrap()
+            .unwrap();
         let edited = h.read(path).unwrap().unwrap();
         assert_eq!(&edited[..original.len()], original, "every foreign byte kept");
-        assert_eq!(&edited[original.len()..], b"\n# added\nsession required pam_limits.so\n");
+        assert_eq!(
+            &edited[original.len()..],
+            b"\n# added\nsession required pam_limits.so\n"
+        );
         assert!(has_session_module(&edited, "pam_limits.so"));
         assert!(remove_appended(&h, &a).unwrap());
         assert_eq!(h.read(path).unwrap().unwrap(), original, "byte for byte after removal");
