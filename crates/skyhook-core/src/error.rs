@@ -4,6 +4,11 @@
 //! Exit codes follow the project's convention: 0 success, 1 a check or an action
 //! failed, 2 bad input (configMap value, environment, arguments) or an unknown mode.
 //! Bad input is always detected before the node is changed.
+//!
+//! Messages stay bounded whatever the input: a value or line is quoted through
+//! [`excerpt`] (its first [`EXCERPT_CHARS`] characters and its length), and a list
+//! of problems is cut after [`MAX_LISTED`] entries with "and N more", so that a
+//! failing step never prints more than about 64 KiB.
 
 use std::io;
 use std::path::PathBuf;
@@ -39,7 +44,7 @@ impl Error {
     }
 
     /// Bad input on one line of a configMap value: names the key, the line number
-    /// (1-based) and the line's text, then why it is wrong.
+    /// (1-based) and an excerpt of the line, then why it is wrong.
     pub fn bad_line(key: &str, line: usize, text: &str, reason: impl std::fmt::Display) -> Self {
         Error::input(bad_line(key, line, text, reason))
     }
@@ -59,13 +64,57 @@ impl Error {
 }
 
 /// The standard wording of a bad configMap line, for collecting several of them:
-/// `sysctl.conf line 3 ("=1"): a key is missing before "="`.
+/// `configMap key "sysctl.conf" line 3 ("=1"): a key is missing before '='`.
+/// The line is quoted as an [`excerpt`].
 pub fn bad_line(key: &str, line: usize, text: &str, reason: impl std::fmt::Display) -> String {
-    format!("configMap key {key:?} line {line} ({text:?}): {reason}")
+    format!("configMap key {key:?} line {line} ({}): {reason}", excerpt(text))
+}
+
+/// How many characters of a value [`excerpt`] quotes.
+pub const EXCERPT_CHARS: usize = 80;
+/// How many problems a report lists before "and N more".
+pub const MAX_LISTED: usize = 20;
+/// The longest single message a report prints, in bytes; longer ones are cut.
+pub const MAX_MESSAGE_BYTES: usize = 2048;
+
+/// `value` quoted for a message, bounded: the whole value when it has at most
+/// [`EXCERPT_CHARS`] characters, else its first ones followed by `… (N bytes)`:
+/// `"net.core.somaxconn=aaaa…"… (10485760 bytes)`.
+pub fn excerpt(value: &str) -> String {
+    match value.char_indices().nth(EXCERPT_CHARS) {
+        None => format!("{value:?}"),
+        Some((end, _)) => format!("{:?}… ({} bytes)", &value[..end], value.len()),
+    }
+}
+
+/// `message` cut to at most `max` bytes (on a character boundary), the cut said.
+pub fn truncate(message: &str, max: usize) -> String {
+    if message.len() <= max {
+        return message.to_string();
+    }
+    let mut end = max;
+    while !message.is_char_boundary(end) {
+        end -= 1;
+    }
+    format!("{}… (message cut, {} bytes in all)", &message[..end], message.len())
+}
+
+/// The first [`MAX_LISTED`] of `problems`, each cut to [`MAX_MESSAGE_BYTES`], then
+/// `… and N more` when there were more.
+pub fn bounded_list(problems: &[String]) -> Vec<String> {
+    let mut listed: Vec<String> = problems
+        .iter()
+        .take(MAX_LISTED)
+        .map(|p| truncate(p, MAX_MESSAGE_BYTES))
+        .collect();
+    if problems.len() > MAX_LISTED {
+        listed.push(format!("… and {} more", problems.len() - MAX_LISTED));
+    }
+    listed
 }
 
 fn join_lines(lines: &[String]) -> String {
-    lines.join("\n")
+    bounded_list(lines).join("\n")
 }
 
 /// A failure while reading or changing the host, naming what was being done and where.
@@ -174,6 +223,24 @@ mod tests {
             e.to_string(),
             "configMap key \"sysctl.conf\" line 3 (\"=1\"): a key is missing before '='"
         );
+    }
+
+    #[test]
+    fn excerpts_and_lists_stay_bounded_and_say_what_was_cut() {
+        assert_eq!(excerpt("a=1"), "\"a=1\"");
+        let long = format!("k={}", "é".repeat(5_000_000));
+        let e = excerpt(&long);
+        assert!(e.starts_with("\"k=éé") && e.ends_with("\"… (10000002 bytes)"), "{e}");
+        assert!(e.len() < 200, "{} bytes", e.len());
+        let cut = truncate(&long, 10);
+        assert!(cut.starts_with("k=éééé…") && cut.contains("10000002 bytes"), "{cut}");
+        let problems: Vec<String> = (1..=100_000).map(|n| format!("problem {n}")).collect();
+        let listed = bounded_list(&problems);
+        assert_eq!(listed.len(), MAX_LISTED + 1);
+        assert_eq!(listed[0], "problem 1");
+        assert_eq!(listed[MAX_LISTED], "… and 99980 more");
+        let e = Error::Input(problems).to_string();
+        assert!(e.len() < 1024 && e.ends_with("… and 99980 more"), "{e}");
     }
 
     #[test]

@@ -3,20 +3,24 @@
 //! handler → a report → the exit code (0 success; 1 a check or an action failed;
 //! 2 bad input or an unknown mode). Logs are plain lines (`info: …`) on stderr,
 //! level from `SKYHOOK_LOG` (error, warn, info, debug, trace; default info).
+//! A failure report is bounded (about 64 KiB at most, see [`crate::error`]).
+//! `--help` and `--version` print to stdout; when stdout cannot be written (a full
+//! disk, `/dev/full`) they exit 1 with a message on stderr, never a panic.
 //!
 //! A package crate implements [`Package`] and its `main.rs` is one line:
 //! `skyhook_core::package_main!(tuning::Tuning);`
 
+use std::ffi::OsString;
 use std::io::Write;
 use std::time::Instant;
 
 use crate::configmap::ConfigMaps;
 use crate::context::Context;
 use crate::distro::OsRelease;
-use crate::error::{Error, Result};
+use crate::error::{Error, MAX_MESSAGE_BYTES, Result, bounded_list, excerpt, truncate};
 use crate::host::Host;
 use crate::interrupt::Interrupt;
-use crate::mode::Mode;
+use crate::mode::{Mode, UnknownMode};
 use crate::state::StateStore;
 
 /// A Skyhook package: its identity, the modes it implements, and its handler.
@@ -127,14 +131,25 @@ pub fn init_logging() {
 /// The process entry point of a package binary.
 pub fn main<P: Package>(package: P) -> ! {
     init_logging();
-    let args: Vec<String> = std::env::args().skip(1).collect();
+    let args: Vec<OsString> = std::env::args_os().skip(1).collect();
     let code = execute(&package, &args, Host::from_env());
     std::process::exit(code)
 }
 
 /// Runs `package` for the command-line `args` on `host`, reporting the result;
 /// returns the exit code.
-pub fn execute<P: Package>(package: &P, args: &[String], host: Host) -> i32 {
+pub fn execute<P: Package>(package: &P, args: &[OsString], host: Host) -> i32 {
+    let mode = match parse_args::<P>(args) {
+        Ok(mode) => mode,
+        Err(code) => return code,
+    };
+    run_mode(package, mode, host)
+}
+
+/// The mode named by `args`, or the exit code when there is none to run:
+/// `--help`/`--version` answered (0, or 1 when stdout cannot be written), a bad
+/// argument (2).
+fn parse_args<P: Package>(args: &[OsString]) -> std::result::Result<Mode, i32> {
     let usage = || {
         format!(
             "usage: {} <mode>\n  modes: {}\n  (the Skyhook agent runs this with the arguments in config.json)",
@@ -142,28 +157,55 @@ pub fn execute<P: Package>(package: &P, args: &[String], host: Host) -> i32 {
             P::MODES.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ")
         )
     };
-    let mode = match args {
-        [flag] if flag == "--version" || flag == "-V" => {
-            println!("{} {}", P::KIND, P::VERSION);
-            return 0;
-        }
-        [flag] if flag == "--help" || flag == "-h" => {
-            println!("{}", usage());
-            return 0;
-        }
-        [mode] => mode,
+    let arg = match args {
+        [arg] => arg,
         _ => {
-            log::error!("expected exactly one argument, the mode; got {args:?}\n{}", usage());
-            return 2;
+            let got: Vec<String> = args.iter().take(8).map(|a| excerpt(&a.to_string_lossy())).collect();
+            log::error!(
+                "expected exactly one argument, the mode; got {} argument(s): [{}]\n{}",
+                args.len(),
+                got.join(", "),
+                usage()
+            );
+            return Err(2);
         }
     };
-    let mode = match mode.parse::<Mode>() {
-        Ok(m) => m,
+    let Some(arg) = arg.to_str() else {
+        log::error!(
+            "the mode argument {} is not valid UTF-8; expected one of the mode names\n{}",
+            excerpt(&arg.to_string_lossy()),
+            usage()
+        );
+        return Err(2);
+    };
+    match arg {
+        "--version" | "-V" => Err(print_stdout(&format!("{} {}", P::KIND, P::VERSION))),
+        "--help" | "-h" => Err(print_stdout(&usage())),
+        mode => mode.parse::<Mode>().map_err(|_| {
+            let shown = match mode.char_indices().nth(64) {
+                Some((end, _)) => format!("{}… ({} bytes)", &mode[..end], mode.len()),
+                None => mode.to_string(),
+            };
+            log::error!("{}", UnknownMode(shown));
+            2
+        }),
+    }
+}
+
+/// Prints `text` and a newline on stdout: 0, or 1 (with a message) when it fails.
+fn print_stdout(text: &str) -> i32 {
+    let mut out = std::io::stdout().lock();
+    match writeln!(out, "{text}").and_then(|()| out.flush()) {
+        Ok(()) => 0,
         Err(e) => {
-            log::error!("{e}");
-            return 2;
+            log::error!("cannot write to stdout: {e}");
+            1
         }
-    };
+    }
+}
+
+/// Runs `mode` of `package` on `host` and reports how it ended; returns the exit code.
+fn run_mode<P: Package>(package: &P, mode: Mode, host: Host) -> i32 {
     if !P::MODES.contains(&mode) {
         log::error!(
             "{} {} does not implement mode {mode}; it implements: {}. \
@@ -220,22 +262,27 @@ fn report<P: Package>(mode: Mode, result: Result<Outcome>, started: Instant) -> 
         }
         Err(e) => {
             let code = e.exit_code();
-            match &e {
-                Error::Input(problems) => {
-                    log::error!("{what}: bad input, nothing on the node was changed:");
-                    problems.iter().for_each(|p| log::error!("  - {p}"));
-                }
-                Error::Check(unmet) => {
-                    log::error!("{what}: {} unmet expectation(s):", unmet.len());
-                    unmet.iter().for_each(|p| log::error!("  - {p}"));
-                }
-                Error::Mode(m) => log::error!("{what}: {m}"),
-                Error::Action(_) | Error::Host(_) => log::error!("{what} failed: {e}"),
-            }
+            failure_lines(&what, &e).iter().for_each(|l| log::error!("{l}"));
             log::error!("{what}: exit code {code} after {} ms", took.as_millis());
             code
         }
     }
+}
+
+/// The lines reporting `error`, bounded whatever it holds: at most
+/// [`crate::error::MAX_LISTED`] problems of at most [`MAX_MESSAGE_BYTES`] each.
+fn failure_lines(what: &str, error: &Error) -> Vec<String> {
+    let (head, items) = match error {
+        Error::Input(problems) => (format!("{what}: bad input, nothing on the node was changed:"), problems),
+        Error::Check(unmet) => (format!("{what}: {} unmet expectation(s):", unmet.len()), unmet),
+        Error::Mode(m) => return vec![truncate(&format!("{what}: {m}"), MAX_MESSAGE_BYTES)],
+        Error::Action(_) | Error::Host(_) => {
+            return vec![truncate(&format!("{what} failed: {error}"), 8 * MAX_MESSAGE_BYTES)];
+        }
+    };
+    std::iter::once(head)
+        .chain(bounded_list(items).into_iter().map(|p| format!("  - {p}")))
+        .collect()
 }
 
 /// Defines `main` for a package binary: `skyhook_core::package_main!(tuning::Tuning);`
@@ -268,6 +315,42 @@ mod tests {
 
     fn host() -> Host {
         Host::new("/nonexistent", RecordingRunner::succeeding())
+    }
+
+    #[test]
+    fn failure_reports_stay_under_64_kib_and_name_key_and_line() {
+        let huge = format!("net.core.somaxconn={}", "9".repeat(10 << 20));
+        let one = Error::bad_line("sysctl.conf", 7, &huge, "not a number");
+        let many = Error::Input(
+            (1..=100_000)
+                .map(|n| crate::error::bad_line("sysctl.conf", n, &huge[..200], "not a number"))
+                .collect(),
+        );
+        let action = Error::action(huge.clone());
+        for e in [&one, &many, &action] {
+            let lines = failure_lines("tuning config", e);
+            let size: usize = lines.iter().map(|l| l.len() + 1).sum();
+            assert!(size < 64 * 1024, "{size} bytes");
+        }
+        let text = failure_lines("tuning config", &one).join("\n");
+        assert!(
+            text.contains("configMap key \"sysctl.conf\" line 7 (\"net.core.somaxconn=999")
+                && text.contains(&format!("({} bytes)): not a number", huge.len())),
+            "{text}"
+        );
+        let text = failure_lines("tuning config", &many).join("\n");
+        assert!(text.contains("line 1 (") && text.contains("line 20 ("), "{text}");
+        assert!(!text.contains("line 21 ("), "{text}");
+        assert!(text.ends_with("… and 99980 more"), "{text}");
+    }
+
+    #[test]
+    fn non_utf8_and_odd_arguments_exit_2_without_panicking() {
+        use std::os::unix::ffi::OsStringExt;
+        let bad = OsString::from_vec(b"conf\xffig".to_vec());
+        assert_eq!(execute(&Demo, &[bad], host()), 2);
+        assert_eq!(execute(&Demo, &["x".repeat(1 << 20).into()], host()), 2);
+        assert_eq!(parse_args::<Demo>(&["config".into()]), Ok(Mode::Config));
     }
 
     #[test]
