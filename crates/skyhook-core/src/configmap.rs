@@ -1,14 +1,116 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The package's configMap as the agent lays it out: one file per key under
 //! `${SKYHOOK_DIR}/configmaps/`, holding the value verbatim. Read once, key names
-//! validated; a missing directory means no keys.
+//! validated; a missing directory means no keys (the operator mounts it only for a
+//! non-empty configMap). A value is a regular file, or a link that resolves inside
+//! the directory (`..data/<key>`), of at most 1 MiB: FIFOs, devices, sockets,
+//! directories and links leading elsewhere are refused without being read.
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io;
+use std::io::{self, Read};
+use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, HostError, Result};
+use crate::error::{Error, HostError, Result, excerpt};
+
+/// The largest configMap value read, in bytes (1 MiB, the size limit of a whole
+/// Kubernetes ConfigMap). A larger value is bad input; reading stops there.
+pub const MAX_VALUE_BYTES: u64 = 1 << 20;
+
+/// The value of key `name` in `dir`: `Ok(Err(why))` when the entry is not one
+/// this package accepts as a value (said without ever echoing its content).
+fn read_value(dir: &Path, name: &str) -> Result<std::result::Result<Vec<u8>, String>> {
+    let path = dir.join(name);
+    let meta = fs::symlink_metadata(&path).map_err(|e| HostError::io("inspect configMap value", &path, e))?;
+    let file = if meta.file_type().is_symlink() {
+        match resolve_inside(dir, &path)? {
+            Ok(target) => target,
+            Err(why) => return Ok(Err(why)),
+        }
+    } else {
+        path.clone()
+    };
+    let meta = fs::symlink_metadata(&file).map_err(|e| HostError::io("inspect configMap value", &file, e))?;
+    if let Some(why) = not_a_value(&meta) {
+        return Ok(Err(why));
+    }
+    // O_NOFOLLOW | O_NONBLOCK: a file swapped for a link or a FIFO since the check
+    // above fails or returns at once instead of hanging the step.
+    let opened = fs::OpenOptions::new()
+        .read(true)
+        .custom_flags(nix::libc::O_NOFOLLOW | nix::libc::O_NONBLOCK)
+        .open(&file)
+        .map_err(|e| HostError::io("read configMap value", &file, e))?;
+    let meta = opened
+        .metadata()
+        .map_err(|e| HostError::io("inspect configMap value", &file, e))?;
+    if let Some(why) = not_a_value(&meta) {
+        return Ok(Err(why));
+    }
+    let mut value = Vec::new();
+    opened
+        .take(MAX_VALUE_BYTES + 1)
+        .read_to_end(&mut value)
+        .map_err(|e| HostError::io("read configMap value", &file, e))?;
+    if value.len() as u64 > MAX_VALUE_BYTES {
+        return Ok(Err(format!(
+            "the value is larger than the limit of {MAX_VALUE_BYTES} bytes (1 MiB)"
+        )));
+    }
+    Ok(Ok(value))
+}
+
+/// Why an entry with metadata `meta` is not a value, `None` when it is a regular file.
+fn not_a_value(meta: &fs::Metadata) -> Option<String> {
+    let kind = meta.file_type();
+    let what = if kind.is_file() {
+        if meta.len() > MAX_VALUE_BYTES {
+            return Some(format!(
+                "the value is larger than the limit of {MAX_VALUE_BYTES} bytes (1 MiB): {} bytes",
+                meta.len()
+            ));
+        }
+        return None;
+    } else if kind.is_dir() {
+        // A key with a '/' in it was written out (e.g. "service_../x.conf"), which
+        // Kubernetes itself would refuse.
+        "a directory: configMap keys are files and cannot contain '/'"
+    } else if kind.is_fifo() {
+        "a FIFO"
+    } else if kind.is_socket() {
+        "a socket"
+    } else if kind.is_block_device() || kind.is_char_device() {
+        "a device"
+    } else {
+        "not a regular file"
+    };
+    Some(format!(
+        "is {what}, not a regular file holding the value; it was not read"
+    ))
+}
+
+/// Where the link `path` leads, when that is inside `dir` (Kubernetes' `..data/<key>`
+/// scheme); `Ok(Err(why))` when it leads outside or nowhere.
+fn resolve_inside(dir: &Path, path: &Path) -> Result<std::result::Result<PathBuf, String>> {
+    let dir = fs::canonicalize(dir).map_err(|e| HostError::io("resolve the configMap directory", dir, e))?;
+    let target = match fs::canonicalize(path) {
+        Ok(t) => t,
+        Err(e) => {
+            return Ok(Err(format!(
+                "is a symbolic link that does not resolve ({e}); it was not read"
+            )));
+        }
+    };
+    if target.starts_with(&dir) {
+        Ok(Ok(target))
+    } else {
+        Ok(Err(format!(
+            "is a symbolic link leading outside the configMap directory (to {}); it was not read",
+            excerpt(&target.to_string_lossy())
+        )))
+    }
+}
 
 /// All configMap keys and their raw values.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
@@ -31,6 +133,9 @@ pub fn is_valid_key(key: &str) -> bool {
 impl ConfigMaps {
     /// Reads every key in `dir`. Entries that Kubernetes itself creates when a
     /// ConfigMap is mounted as a volume (`..data`, `..2024_01_01…`) are skipped.
+    /// Each key must be a regular file, or a symbolic link resolving inside `dir` to
+    /// one, of at most [`MAX_VALUE_BYTES`]; anything else is bad input naming the
+    /// key, refused without being opened for reading.
     pub fn load(dir: &Path) -> Result<Self> {
         let mut entries = BTreeMap::new();
         let read_dir = match fs::read_dir(dir) {
@@ -52,24 +157,18 @@ impl ConfigMaps {
             }
             if !is_valid_key(&name) {
                 bad.push(format!(
-                    "configMap key {name:?} in {} is not a valid key name (allowed: letters, digits, '-', '.', '_')",
+                    "configMap key {} in {} is not a valid key name (allowed: letters, digits, '-', '.', '_')",
+                    excerpt(&name),
                     dir.display()
                 ));
                 continue;
             }
-            let path = entry.path();
-            if path.is_dir() {
-                // A ConfigMap key is always a file; a directory here means a key with a
-                // '/' in it was written out (e.g. "service_../x.conf"), which Kubernetes
-                // itself would refuse. Refuse it rather than silently ignore it.
-                bad.push(format!(
-                    "configMap entry {name:?} in {} is a directory, not a key: ConfigMap keys are files                      and cannot contain '/' (allowed: letters, digits, '-', '.', '_')",
-                    dir.display()
-                ));
-                continue;
+            match read_value(dir, &name)? {
+                Ok(value) => {
+                    entries.insert(name, value);
+                }
+                Err(why) => bad.push(format!("configMap key {name:?} in {}: {why}", dir.display())),
             }
-            let value = fs::read(&path).map_err(|e| HostError::io("read configMap value", &path, e))?;
-            entries.insert(name, value);
         }
         if !bad.is_empty() {
             return Err(Error::Input(bad));
@@ -186,6 +285,51 @@ mod tests {
             e.to_string().contains("\"service_..\"") && e.to_string().contains("directory"),
             "{e}"
         );
+    }
+
+    #[test]
+    fn values_are_regular_files_inside_the_directory_under_one_mib() {
+        let d = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        fs::write(outside.path().join("shadow"), "root:$6$secret").unwrap();
+        let maps = d.path().join("configmaps");
+        let data = maps.join("..2024_01_01_00_00_00.1");
+        fs::create_dir_all(&data).unwrap();
+        fs::write(data.join("sysctl.conf"), "a=1\n").unwrap();
+        std::os::unix::fs::symlink("..2024_01_01_00_00_00.1", maps.join("..data")).unwrap();
+        std::os::unix::fs::symlink("..data/sysctl.conf", maps.join("sysctl.conf")).unwrap();
+        assert_eq!(
+            ConfigMaps::load(&maps).unwrap().bytes("sysctl.conf"),
+            Some(&b"a=1\n"[..]),
+            "Kubernetes' links"
+        );
+        fs::write(maps.join("big"), vec![b'x'; (MAX_VALUE_BYTES + 1) as usize]).unwrap();
+        fs::write(maps.join("limit"), vec![b'x'; MAX_VALUE_BYTES as usize]).unwrap();
+        nix::unistd::mkfifo(&maps.join("fifo"), nix::sys::stat::Mode::from_bits_truncate(0o600)).unwrap();
+        std::os::unix::fs::symlink("/dev/zero", maps.join("zero")).unwrap();
+        std::os::unix::fs::symlink(outside.path().join("shadow"), maps.join("shadow")).unwrap();
+        std::os::unix::fs::symlink("nowhere", maps.join("dangling")).unwrap();
+        let _socket = std::os::unix::net::UnixListener::bind(maps.join("socket")).unwrap();
+        let e = ConfigMaps::load(&maps).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let msg = e.to_string();
+        for (key, why) in [
+            ("big", "larger than the limit of 1048576 bytes"),
+            ("fifo", "is a FIFO"),
+            ("zero", "leading outside the configMap directory (to \"/dev/zero\")"),
+            ("shadow", "leading outside the configMap directory"),
+            ("dangling", "does not resolve"),
+            ("socket", "is a socket"),
+        ] {
+            assert!(
+                msg.contains(&format!("configMap key {key:?} in {}: ", maps.display())),
+                "{key}: {msg}"
+            );
+            let line = msg.lines().find(|l| l.contains(&format!("{key:?}"))).unwrap();
+            assert!(line.contains(why), "{key}: {line}");
+        }
+        assert!(!msg.contains("\"limit\"") && !msg.contains("\"sysctl.conf\""), "{msg}");
+        assert!(!msg.contains("secret"), "never echoes a value: {msg}");
     }
 
     #[test]

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 //! What a step knows about itself, from the environment the agent gives it:
 //! `SKYHOOK_DIR`, `STEP_ROOT`, `SKYHOOK_RESOURCE_ID` and, in upgrade modes,
-//! `PREVIOUS_VERSION` and `CURRENT_VERSION`.
+//! `PREVIOUS_VERSION` and `CURRENT_VERSION` (see PACKAGE_LIFECYCLE.md, "Environment
+//! of a step"). Every value is validated before the node is touched: a bad one is
+//! bad input (exit 2) naming the variable and an excerpt of its value.
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result};
+use crate::error::{Error, Result, excerpt};
 use crate::mode::Mode;
 use crate::semver::Version;
 
@@ -31,7 +33,9 @@ pub struct Context {
 pub struct ResourceId {
     /// The resource id (may itself contain `_`).
     pub resource: String,
-    /// The package's name: its key in the SCR (may contain `-`, never `_`).
+    /// The package's name: its key in the SCR, a usable file-name component
+    /// (see [`MAX_PACKAGE_NAME`]; letters, digits, `-`, `.`; starts with a letter or
+    /// a digit; never `_`).
     pub package: String,
     /// The package version.
     pub version: Version,
@@ -67,13 +71,37 @@ impl fmt::Display for PreviousVersion {
     }
 }
 
+/// The longest package name accepted, in bytes: every file name derived from it
+/// (`zz-skyhook-<name>-tuning.conf`, `.<that>.skyhook-tmp.<pid>.<random>`) stays
+/// well under the 255-byte limit of a file name.
+pub const MAX_PACKAGE_NAME: usize = 63;
+
+/// Why `name` cannot be a package name, `None` when it can.
+fn package_name_problem(name: &str) -> Option<&'static str> {
+    if name.is_empty() {
+        Some("the package name is empty")
+    } else if name.len() > MAX_PACKAGE_NAME {
+        Some("the package name is longer than 63 bytes")
+    } else if !name
+        .bytes()
+        .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
+    {
+        Some("the package name may hold only letters, digits, '-' and '.'")
+    } else if !name.as_bytes()[0].is_ascii_alphanumeric() {
+        Some("the package name must start with a letter or a digit (so never '.' or '..')")
+    } else {
+        None
+    }
+}
+
 impl ResourceId {
     /// Parses `<resource-id>_<package-name>_<package-version>`.
     pub fn parse(value: &str) -> Result<Self> {
         let bad = |why: &str| {
             Error::input(format!(
-                "SKYHOOK_RESOURCE_ID={value:?} is malformed: {why} \
-                 (expected <resource-id>_<package-name>_<package-version>, e.g. scr-uid_tuning_2.0.0)"
+                "SKYHOOK_RESOURCE_ID={} is malformed: {why} \
+                 (expected <resource-id>_<package-name>_<package-version>, e.g. scr-uid_tuning_2.0.0)",
+                excerpt(value)
             ))
         };
         let mut parts = value.rsplitn(3, '_');
@@ -84,14 +112,8 @@ impl ResourceId {
         if resource.is_empty() {
             return Err(bad("the resource id is empty"));
         }
-        if package.is_empty() {
-            return Err(bad("the package name is empty"));
-        }
-        if !package
-            .bytes()
-            .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
-        {
-            return Err(bad("the package name may hold only letters, digits, '-' and '.'"));
+        if let Some(why) = package_name_problem(package) {
+            return Err(bad(why));
         }
         let version = version
             .parse::<Version>()
@@ -105,9 +127,15 @@ impl ResourceId {
 }
 
 impl Context {
-    /// Reads the context from the process environment.
+    /// Reads the context from the process environment and checks that `SKYHOOK_DIR`
+    /// is a readable directory (see [`check_skyhook_dir`]). A value that is not
+    /// UTF-8 is read lossily, so that it is reported rather than taken as unset.
     pub fn from_env(mode: Mode) -> Result<Self> {
-        Self::from_vars(mode, |name| std::env::var(name).ok())
+        let ctx = Self::from_vars(mode, |name| {
+            std::env::var_os(name).map(|v| v.to_string_lossy().into_owned())
+        })?;
+        check_skyhook_dir(&ctx.skyhook_dir)?;
+        Ok(ctx)
     }
 
     /// Reads the context through `var` (the environment, or a map in tests).
@@ -119,7 +147,8 @@ impl Context {
             _ => {
                 problems.push(format!(
                     "environment variable {name} is not set; the Skyhook agent sets it for every step \
-                     (when running by hand, set it as the agent would: see AGENT_CONTRACT.md)"
+                     (when running by hand, set it as the agent would: see PACKAGE_LIFECYCLE.md, \
+                     \"Environment of a step\")"
                 ));
                 None
             }
@@ -134,7 +163,10 @@ impl Context {
         if let Some(dir) = &skyhook_dir
             && !dir.is_absolute()
         {
-            problems.push(format!("SKYHOOK_DIR={:?} must be an absolute path", dir.display()));
+            problems.push(format!(
+                "SKYHOOK_DIR={} must be an absolute path",
+                excerpt(&dir.to_string_lossy())
+            ));
         }
         let resource = match resource_raw.map(|r| ResourceId::parse(&r)) {
             Some(Ok(r)) => Some(r),
@@ -198,6 +230,23 @@ impl Context {
     }
 }
 
+/// Checks that `dir`, the copy dir, is a directory this step can read. A missing
+/// copy dir is bad input, never "no configMap keys": read as an empty configMap,
+/// config would take back everything the package set.
+pub fn check_skyhook_dir(dir: &Path) -> Result<()> {
+    let why = match std::fs::read_dir(dir) {
+        Ok(_) => return Ok(()),
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => "does not exist".to_string(),
+        Err(e) if e.raw_os_error() == Some(nix::libc::ENOTDIR) => "is not a directory".to_string(),
+        Err(e) => format!("cannot be read ({e})"),
+    };
+    Err(Error::input(format!(
+        "SKYHOOK_DIR={} {why}; it must be the package's copy dir, which the agent creates and \
+         fills before every step. Nothing on the node was changed",
+        excerpt(&dir.to_string_lossy())
+    )))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -231,10 +280,39 @@ mod tests {
             ("scr_tuning_v1.0.0", "no 'v' prefix"),
             ("scr_tuning_1.0", "three numbers"),
             ("scr_tun ing_1.0.0", "letters, digits"),
+            ("scr_._1.0.0", "start with a letter or a digit"),
+            ("scr_.._1.0.0", "start with a letter or a digit"),
+            ("scr_-x_1.0.0", "start with a letter or a digit"),
+            ("scr_x/y_1.0.0", "letters, digits"),
         ] {
             let e = ResourceId::parse(bad).unwrap_err().to_string();
             assert!(e.contains(why), "{bad}: {e}");
             assert!(e.contains(bad), "the message names the value: {e}");
+        }
+        let long = format!("scr_{}_1.0.0", "a".repeat(300));
+        let e = ResourceId::parse(&long).unwrap_err().to_string();
+        assert!(e.contains("longer than 63 bytes") && e.contains("(310 bytes)"), "{e}");
+        assert!(e.len() < 400, "the value is quoted as an excerpt: {e}");
+        let name = "a".repeat(MAX_PACKAGE_NAME);
+        assert_eq!(ResourceId::parse(&format!("scr_{name}_1.0.0")).unwrap().package, name);
+    }
+
+    #[test]
+    fn the_copy_dir_must_be_a_readable_directory() {
+        let d = tempfile::tempdir().unwrap();
+        assert!(check_skyhook_dir(d.path()).is_ok());
+        std::fs::write(d.path().join("file"), "").unwrap();
+        for (dir, why) in [
+            (d.path().join("nonexistent"), "does not exist"),
+            (d.path().join("file"), "is not a directory"),
+        ] {
+            let e = check_skyhook_dir(&dir).unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            let msg = e.to_string();
+            assert!(
+                msg.contains(&format!("SKYHOOK_DIR=\"{}\" {why}", dir.display())),
+                "{msg}"
+            );
         }
     }
 
