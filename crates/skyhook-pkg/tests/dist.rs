@@ -1,11 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 //! `skyhook-pkg dist` end to end: every package is built, assembled in the image
 //! layout, validated, and its binary is static — proven by running it in an empty
-//! chroot, where no dynamic loader or library exists.
+//! chroot, where no dynamic loader or library exists. The dist binaries are also
+//! proven to ignore the test-only hooks (`SKYHOOK_HOST_ROOT`, `SKYHOOK_HOST_COMMANDS`)
+//! and to end cleanly on a non-UTF-8 mode or an unwritable stdout.
 
 use std::fs;
+use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
-use std::process::Command;
+use std::process::{Command, Stdio};
 
 const PACKAGES: [&str; 4] = ["kdump", "shellscript", "tuned", "tuning"];
 
@@ -84,4 +87,63 @@ fn dist_assembles_static_binaries_that_run_in_an_empty_chroot() {
             "{p}: {out:?}"
         );
     }
+    for p in PACKAGES {
+        ends_cleanly_on_odd_arguments_and_a_full_stdout(&dist.join(p).join("skyhook_dir").join(p));
+    }
+    ignores_the_test_hooks(chroot, &dist.join("tuning/skyhook_dir/tuning"));
+}
+
+/// A non-UTF-8 mode exits 2 with a message; `--help` and `--version` with stdout
+/// on /dev/full exit 1 with a message: never a panic (exit 134 with panic=abort).
+/// Neither reaches the host: arguments are checked before anything else.
+fn ends_cleanly_on_odd_arguments_and_a_full_stdout(binary: &Path) {
+    let out = Command::new(binary)
+        .arg(std::ffi::OsStr::from_bytes(b"conf\xffig"))
+        .env_clear()
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(2), "{}: {out:?}", binary.display());
+    assert!(stderr.contains("is not valid UTF-8") && !stderr.contains("panicked"), "{stderr}");
+    for flag in ["--help", "--version"] {
+        let full = fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
+        let out = Command::new(binary)
+            .arg(flag)
+            .env_clear()
+            .stdout(Stdio::from(full))
+            .output()
+            .unwrap();
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(1), "{} {flag}: {out:?}", binary.display());
+        assert!(stderr.contains("cannot write to stdout") && !stderr.contains("panicked"), "{stderr}");
+    }
+}
+
+/// A dist binary ignores SKYHOOK_HOST_ROOT and SKYHOOK_HOST_COMMANDS (compiled out
+/// with skyhook-core's `test-hooks` feature): in an empty chroot, `tuning config`
+/// with both pointing elsewhere writes the chroot's own /etc and nothing elsewhere.
+fn ignores_the_test_hooks(chroot: &str, tuning: &Path) {
+    let jail = tempfile::tempdir().unwrap();
+    let j = jail.path();
+    fs::copy(tuning, j.join("tuning")).unwrap();
+    for dir in ["elsewhere", "evil", "copy/configmaps"] {
+        fs::create_dir_all(j.join(dir)).unwrap();
+    }
+    fs::write(j.join("copy/configmaps/ulimit.conf"), "nofile=65536\n").unwrap();
+    let out = Command::new(chroot)
+        .arg(j)
+        .args(["/tuning", "config"])
+        .env_clear()
+        .env("SKYHOOK_DIR", "/copy")
+        .env("SKYHOOK_RESOURCE_ID", "scr_hooks_1.0.0")
+        .env("SKYHOOK_HOST_ROOT", "/elsewhere")
+        .env("SKYHOOK_HOST_COMMANDS", "/evil")
+        .output()
+        .unwrap();
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stderr}");
+    assert!(!stderr.contains("host root"), "the hook was honoured: {stderr}");
+    let limits = fs::read_to_string(j.join("etc/security/limits.d/999-hooks-tuning.conf")).unwrap();
+    assert!(limits.contains("65536"), "{limits}");
+    assert_eq!(fs::read_dir(j.join("elsewhere")).unwrap().count(), 0, "nothing written under SKYHOOK_HOST_ROOT");
 }

@@ -1,0 +1,39 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The node is never torn down or altered by what the step did not mean to change:
+//! a missing copy dir is bad input, and foreign bytes in the PAM files we edit
+//! survive config and uninstall.
+
+mod common;
+
+use common::node;
+
+#[test]
+fn a_missing_copy_dir_is_bad_input_and_leaves_a_configured_node_as_it_is() {
+    let mut n = node();
+    n.configmap("sysctl.conf", "vm.swappiness=10\n")
+        .configmap("ulimit.conf", "nofile=65536\n");
+    n.run("config").expect_code(0);
+    let before = n.snapshot();
+    let calls = n.calls().len();
+    n.env("SKYHOOK_DIR", "/nonexistent/copy");
+    n.run("config")
+        .expect_code(2)
+        .expect_output("SKYHOOK_DIR=\"/nonexistent/copy\" does not exist")
+        .expect_output("Nothing on the node was changed");
+    before.assert_same(&n.snapshot());
+    assert_eq!(n.calls().len(), calls, "no command ran");
+}
+
+#[test]
+fn a_latin1_crlf_pam_file_without_final_newline_comes_back_byte_for_byte() {
+    let n = node();
+    let original: &[u8] = b"# sessions de l'\xe9quipe (Latin-1)\r\nsession\trequired\tpam_unix.so\r\nsession\toptional\tpam_systemd.so";
+    n.file("/etc/pam.d/common-session", original);
+    n.configmap("ulimit.conf", "nofile=65536\n");
+    n.run("config").expect_code(0);
+    let edited = std::fs::read(n.path("/etc/pam.d/common-session")).unwrap();
+    assert_eq!(&edited[..original.len()], original, "foreign bytes kept while configured");
+    assert!(edited.ends_with(b"pam_limits.so\n"), "{}", String::from_utf8_lossy(&edited));
+    n.run("uninstall").expect_code(0);
+    assert_eq!(std::fs::read(n.path("/etc/pam.d/common-session")).unwrap(), original);
+}
