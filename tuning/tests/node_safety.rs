@@ -27,13 +27,42 @@ fn a_missing_copy_dir_is_bad_input_and_leaves_a_configured_node_as_it_is() {
 #[test]
 fn a_latin1_crlf_pam_file_without_final_newline_comes_back_byte_for_byte() {
     let n = node();
-    let original: &[u8] = b"# sessions de l'\xe9quipe (Latin-1)\r\nsession\trequired\tpam_unix.so\r\nsession\toptional\tpam_systemd.so";
+    let original: &[u8] =
+        b"# sessions de l'\xe9quipe (Latin-1)\r\nsession\trequired\tpam_unix.so\r\nsession\toptional\tpam_systemd.so";
     n.file("/etc/pam.d/common-session", original);
     n.configmap("ulimit.conf", "nofile=65536\n");
     n.run("config").expect_code(0);
     let edited = std::fs::read(n.path("/etc/pam.d/common-session")).unwrap();
-    assert_eq!(&edited[..original.len()], original, "foreign bytes kept while configured");
-    assert!(edited.ends_with(b"pam_limits.so\n"), "{}", String::from_utf8_lossy(&edited));
+    assert_eq!(
+        &edited[..original.len()],
+        original,
+        "foreign bytes kept while configured"
+    );
+    assert!(
+        edited.ends_with(b"pam_limits.so\n"),
+        "{}",
+        String::from_utf8_lossy(&edited)
+    );
     n.run("uninstall").expect_code(0);
     assert_eq!(std::fs::read(n.path("/etc/pam.d/common-session")).unwrap(), original);
+}
+
+#[test]
+fn a_drop_in_directory_linked_elsewhere_is_refused_and_its_target_untouched() {
+    let n = node();
+    n.file("/etc/cron.d/backup", "0 3 * * * root /usr/local/bin/backup\n");
+    std::os::unix::fs::symlink("/etc/cron.d", n.path("/etc/systemd/system/containerd.service.d")).unwrap();
+    n.configmap("service_containerd.conf", "[Service]\nLimitNOFILE=1048576\n");
+    n.run("config")
+        .expect_code(1)
+        .expect_output("/etc/systemd/system/containerd.service.d is a symbolic link to \"/etc/cron.d\"");
+    let cron: Vec<_> = std::fs::read_dir(n.path("/etc/cron.d"))
+        .unwrap()
+        .map(|e| e.unwrap().file_name())
+        .collect();
+    assert_eq!(cron, ["backup"], "nothing written through the link");
+    assert_eq!(
+        n.read("/etc/cron.d/backup").unwrap(),
+        "0 3 * * * root /usr/local/bin/backup\n"
+    );
 }

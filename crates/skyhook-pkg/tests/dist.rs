@@ -104,7 +104,10 @@ fn ends_cleanly_on_odd_arguments_and_a_full_stdout(binary: &Path) {
         .unwrap();
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(2), "{}: {out:?}", binary.display());
-    assert!(stderr.contains("is not valid UTF-8") && !stderr.contains("panicked"), "{stderr}");
+    assert!(
+        stderr.contains("is not valid UTF-8") && !stderr.contains("panicked"),
+        "{stderr}"
+    );
     for flag in ["--help", "--version"] {
         let full = fs::OpenOptions::new().write(true).open("/dev/full").unwrap();
         let out = Command::new(binary)
@@ -115,7 +118,10 @@ fn ends_cleanly_on_odd_arguments_and_a_full_stdout(binary: &Path) {
             .unwrap();
         let stderr = String::from_utf8_lossy(&out.stderr);
         assert_eq!(out.status.code(), Some(1), "{} {flag}: {out:?}", binary.display());
-        assert!(stderr.contains("cannot write to stdout") && !stderr.contains("panicked"), "{stderr}");
+        assert!(
+            stderr.contains("cannot write to stdout") && !stderr.contains("panicked"),
+            "{stderr}"
+        );
     }
 }
 
@@ -145,5 +151,9 @@ fn ignores_the_test_hooks(chroot: &str, tuning: &Path) {
     assert!(!stderr.contains("host root"), "the hook was honoured: {stderr}");
     let limits = fs::read_to_string(j.join("etc/security/limits.d/999-hooks-tuning.conf")).unwrap();
     assert!(limits.contains("65536"), "{limits}");
-    assert_eq!(fs::read_dir(j.join("elsewhere")).unwrap().count(), 0, "nothing written under SKYHOOK_HOST_ROOT");
+    assert_eq!(
+        fs::read_dir(j.join("elsewhere")).unwrap().count(),
+        0,
+        "nothing written under SKYHOOK_HOST_ROOT"
+    );
 }
