@@ -4,7 +4,8 @@
 //!
 //! One module per concern (see DESIGN.md): [`mode`] and [`context`] describe the step
 //! the agent is running, [`configmap`] its input, [`host`] the machine being changed
-//! (files under a root, external commands through a [`command::Runner`]), [`systemd`],
+//! (files under a root, never through a symbolic link: [`nofollow`]; external commands
+//! through a [`command::Runner`]), [`systemd`],
 //! [`distro`], [`pkgmgr`] and [`bootloader`] shared host operations, [`interrupt`] what a
 //! change needs from the operator, [`state`] what a package deployed, [`config`] the
 //! config.json model and its validation, and [`run`] the entry point that ties them

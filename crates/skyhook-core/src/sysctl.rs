@@ -347,13 +347,15 @@ pub fn write(host: &Host, key: &Key, value: &str) -> Result<(), HostError> {
 
 /// Reads a configuration file, following symbolic links through the host root
 /// (so a scratch root never reads this machine's files). `None` when it is missing
-/// or masked (a link to `/dev/null`).
+/// or masked (a link to `/dev/null`). For inspection only: a byte that is not UTF-8
+/// (a Latin-1 comment in a foreign file) is shown as U+FFFD, and the text is never
+/// written back.
 pub fn read_config(host: &Host, path: &Path) -> Result<Option<String>, HostError> {
     let real = host.resolve_links(path)?;
     if real == Path::new("/dev/null") {
         return Ok(None);
     }
-    host.read_to_string(&real)
+    Ok(host.read(&real)?.map(|b| String::from_utf8_lossy(&b).into_owned()))
 }
 
 /// The sysctl files in the order they are applied: every `*.conf` name found in
