@@ -533,7 +533,8 @@ mod tests {
         h.write("/etc/cron.d/job", b"keep\n", 0o644).unwrap();
         std::os::unix::fs::symlink("/etc/cron.d", d.path().join("etc/containerd.service.d")).unwrap();
         std::os::unix::fs::symlink("/etc/cron.d/job", d.path().join("etc/x.conf")).unwrap();
-        let cases: [(&str, &str, Box<dyn Fn() -> Result<bool, HostError>>); 5] = [
+        type Attempt<'a> = Box<dyn Fn() -> Result<bool, HostError> + 'a>;
+        let cases: [(&str, &str, Attempt); 5] = [
             (
                 "/etc/containerd.service.d/job",
                 "/etc/containerd.service.d",
