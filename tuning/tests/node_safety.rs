@@ -15,10 +15,14 @@ fn a_missing_copy_dir_is_bad_input_and_leaves_a_configured_node_as_it_is() {
     n.run("config").expect_code(0);
     let before = n.snapshot();
     let calls = n.calls().len();
-    n.env("SKYHOOK_DIR", "/nonexistent/copy");
+    // A path inside the test's own temporary directory, sure to be missing (never
+    // a path of this machine such as /nonexistent, which anything may create).
+    let missing = n.copy_dir().with_file_name("no-such-copy-dir");
+    assert!(!missing.exists());
+    n.env("SKYHOOK_DIR", &missing.display().to_string());
     n.run("config")
         .expect_code(2)
-        .expect_output("SKYHOOK_DIR=\"/nonexistent/copy\" does not exist")
+        .expect_output(&format!("SKYHOOK_DIR=\"{}\" does not exist", missing.display()))
         .expect_output("Nothing on the node was changed");
     before.assert_same(&n.snapshot());
     assert_eq!(n.calls().len(), calls, "no command ran");
