@@ -271,15 +271,16 @@ impl<'a> Boot<'a> {
                     .collect(),
                 "`grubby --info=ALL`".to_string(),
             ),
-            BootConfig::GrubDropIns { output } | BootConfig::GrubDefault { output } => (
-                self.config
-                    .entries(self.host)?
+            BootConfig::GrubDropIns { .. } | BootConfig::GrubDefault { .. } => {
+                let entries = self.config.read_entries(self.host)?;
+                let named = entries
+                    .args
                     .into_iter()
                     .enumerate()
                     .map(|(i, args)| (format!("boot entry {}", i + 1), args))
-                    .collect(),
-                output.display().to_string(),
-            ),
+                    .collect();
+                (named, entries.source)
+            }
         })
     }
 

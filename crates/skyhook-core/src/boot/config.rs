@@ -119,12 +119,23 @@ impl BootConfig {
     }
 
     /// The kernel arguments of every boot entry, as the boot configuration holds them
-    /// now: `grubby --info=ALL`; the `linux` lines of the generated grub.cfg; on BLS
-    /// hosts (a grub.cfg that loads entries with `blscfg`, or has no `linux` line) the
-    /// `options` lines of `/boot/loader/entries/*.conf`.
+    /// now (see [`BootConfig::read_entries`]).
     pub fn entries(&self, host: &Host) -> Result<Vec<Vec<String>>> {
+        Ok(self.read_entries(host)?.args)
+    }
+
+    /// The boot entries and where they were read: `grubby --info=ALL`; the `linux`
+    /// lines of the generated grub.cfg; on BLS hosts without grubby (a grub.cfg that
+    /// loads entries with `blscfg`, or has no `linux` line) the `options` lines of
+    /// `/boot/loader/entries/*.conf`, in file name order.
+    pub fn read_entries(&self, host: &Host) -> Result<Entries> {
         let output = match self {
-            BootConfig::Grubby => return Ok(grubby::entries(host)?.into_iter().map(|e| e.args).collect()),
+            BootConfig::Grubby => {
+                return Ok(Entries {
+                    args: grubby::entries(host)?.into_iter().map(|e| e.args).collect(),
+                    source: "`grubby --info=ALL`".to_string(),
+                });
+            }
             BootConfig::GrubDropIns { output } | BootConfig::GrubDefault { output } => output,
         };
         let text = host.read(output)?.unwrap_or_default();
@@ -134,11 +145,26 @@ impl BootConfig {
         if matches!(self, BootConfig::GrubDefault { .. }) && (loads_bls || linux.is_empty()) {
             let bls = bls_options(host)?;
             if !bls.is_empty() {
-                return Ok(bls);
+                return Ok(Entries {
+                    args: bls,
+                    source: format!("{BLS_ENTRIES}/*.conf"),
+                });
             }
         }
-        Ok(linux)
+        Ok(Entries {
+            args: linux,
+            source: output.display().to_string(),
+        })
     }
+}
+
+/// The boot entries' kernel arguments, and where they were read (for messages).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entries {
+    /// Each entry's arguments.
+    pub args: Vec<Vec<String>>,
+    /// Where they were read.
+    pub source: String,
 }
 
 /// The arguments of a grub.cfg `linux` line (after the kernel path).
