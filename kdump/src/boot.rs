@@ -215,7 +215,7 @@ impl<'a> Boot<'a> {
                         .then(|| set_crashkernel(current, original_token.as_deref()))
                 })
             }
-            BootOriginal::Grubby { .. } => rec.original.originals().restore(self.host, &[token], &[KEY]),
+            BootOriginal::Grubby { .. } => rec.original.originals().restore(self.host, &[token]),
         }
     }
 
@@ -250,7 +250,7 @@ impl<'a> Boot<'a> {
             changed |= self.host.write(GRUB_DEFAULTS, &new, mode)?;
         }
         if matches!(self.config, BootConfig::Grubby) {
-            changed |= Originals::default().restore(self.host, &[token.to_string()], &[KEY])?;
+            changed |= Originals::default().restore(self.host, &[token.to_string()])?;
         }
         Ok(changed)
     }

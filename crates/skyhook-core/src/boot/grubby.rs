@@ -128,37 +128,29 @@ impl Originals {
 
     /// Takes `ours` off every entry carrying them and puts back each entry's
     /// originals (an entry added since, which inherited ours, gets the defaults'),
-    /// and the GRUB defaults' too. Kill-safe: every step finds what is left to do
-    /// from the entries themselves. Returns whether anything changed.
-    pub fn restore(&self, host: &Host, ours: &[String], keys: &[&str]) -> Result<bool> {
+    /// and the GRUB defaults' too. When every entry carries ours and had what the
+    /// defaults had, one `--update-kernel=ALL` does it all (GRUB_CMDLINE_LINUX
+    /// included); otherwise each entry is restored on its own (in place: grubby
+    /// replaces an argument of the same key where it stands) and GRUB_CMDLINE_LINUX
+    /// is edited back, which a per-kernel grubby call does not do. Every step finds
+    /// what is left from the entries themselves, so a killed restore finishes when
+    /// run again. Returns whether anything changed.
+    pub fn restore(&self, host: &Host, ours: &[String]) -> Result<bool> {
         let all = entries(host)?;
         let carries = |e: &GrubbyEntry| ours.iter().all(|o| e.args.contains(o));
         let defaults = self.defaults_or_most_common();
         let original_of = |kernel: &str| self.kernels.get(kernel).cloned().unwrap_or_else(|| defaults.clone());
-        let mut changed = false;
-        if !all.is_empty() && all.iter().all(carries) {
-            // ALL also puts GRUB_CMDLINE_LINUX back, so future kernels do not inherit ours.
+        if !all.is_empty() && all.iter().all(|e| carries(e) && original_of(&e.kernel) == defaults) {
             update(host, "ALL", &defaults, &not_replaced(ours, &defaults))?;
-            changed = true;
-        } else {
-            for e in all.iter().filter(|e| carries(e)) {
-                let original = original_of(&e.kernel);
-                update(host, &e.kernel, &original, &not_replaced(ours, &original))?;
-                changed = true;
-            }
-            changed |= restore_defaults(host, ours, &defaults)?;
+            return Ok(true);
         }
-        // The entries ALL gave the defaults' although their own were different.
-        let keyed = |args: &[String]| -> Vec<String> {
-            args.iter().filter(|a| keys.contains(&key_of(a))).cloned().collect()
-        };
-        for e in if changed { entries(host)? } else { all } {
+        let mut changed = false;
+        for e in all.iter().filter(|e| carries(e)) {
             let original = original_of(&e.kernel);
-            if keyed(&e.args) == defaults && original != defaults {
-                update(host, &e.kernel, &original, &not_replaced(&defaults, &original))?;
-                changed = true;
-            }
+            update(host, &e.kernel, &original, &not_replaced(ours, &original))?;
+            changed = true;
         }
+        changed |= restore_defaults(host, ours, &defaults)?;
         if !changed {
             log::info!("no boot entry carries {} any more", ours.join(" "));
         }

@@ -226,8 +226,7 @@ impl OwnArgs<'_> {
         let host = self.host;
         match record.method {
             Some(Method::Grubby) => {
-                let keys: Vec<&str> = record.args.iter().map(|a| key_of(a)).collect();
-                record.replaced.restore(host, &record.args, &keys)?;
+                record.replaced.restore(host, &record.args)?;
             }
             Some(Method::GrubDefault) => {
                 if let Some(edit) = &record.defaults {
