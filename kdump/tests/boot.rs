@@ -54,10 +54,17 @@ fn multi_kernel_grubby_hosts_get_each_entrys_crashkernel_back_and_the_defaults_t
     node.run("apply").expect_code(0);
     node.configmap("crashkernel", "256M");
     node.run("config").expect_code(0);
-    for f in ["0a1b-5.14.0-503.el9.x86_64", "0a1b-5.14.0-427.el9.x86_64", "0a1b-0-rescue"] {
+    for f in [
+        "0a1b-5.14.0-503.el9.x86_64",
+        "0a1b-5.14.0-427.el9.x86_64",
+        "0a1b-0-rescue",
+    ] {
         let options = bls_options(&node, &format!("{ENTRIES}/{f}.conf"));
         assert_eq!(
-            options.split(' ').filter(|a| a.starts_with("crashkernel=")).collect::<Vec<_>>(),
+            options
+                .split(' ')
+                .filter(|a| a.starts_with("crashkernel="))
+                .collect::<Vec<_>>(),
             ["crashkernel=256M"],
             "{f}: {options}"
         );
@@ -108,7 +115,11 @@ fn rhel_9_3_without_grubby_updates_bls_entries_through_grub2_mkconfig() {
         node.calls().last().map(String::as_str),
         Some("grub2-mkconfig --update-bls-cmdline -o /boot/grub2/grub.cfg")
     );
-    assert!(bls_options(&node, entry).contains("crashkernel=256M"), "{}", bls_options(&node, entry));
+    assert!(
+        bls_options(&node, entry).contains("crashkernel=256M"),
+        "{}",
+        bls_options(&node, entry)
+    );
     node.run("config-check").expect_code(0);
     // The checks read the BLS entries: an entry grub2-mkconfig did not update is found.
     let stale = node.read(entry).unwrap().replace(" crashkernel=256M", "");
@@ -130,7 +141,15 @@ fn rhel_9_3_without_grubby_updates_bls_entries_through_grub2_mkconfig() {
 
 #[test]
 fn hostile_crashkernel_values_are_refused_naming_the_character_and_change_nothing() {
-    for value in ["256M;reboot", "256M #x", "256M$(id)", "256M`id`", "256M|x", "256M&", "256M\u{e9}"] {
+    for value in [
+        "256M;reboot",
+        "256M #x",
+        "256M$(id)",
+        "256M`id`",
+        "256M|x",
+        "256M&",
+        "256M\u{e9}",
+    ] {
         let node = node(UBUNTU);
         preinstall(&node, UBUNTU);
         let before = files(&node);

@@ -104,7 +104,9 @@ fn hostile_kernel_arguments_are_refused_naming_key_line_and_character() {
         let n = node();
         let before = n.snapshot();
         n.configmap("grub.conf", format!("iommu=pt\n{arg}\n"));
-        run(&n, "config", 2).expect_output("\"grub.conf\" line 2").expect_output(shown);
+        run(&n, "config", 2)
+            .expect_output("\"grub.conf\" line 2")
+            .expect_output(shown);
         assert!(n.calls().is_empty(), "{arg:?}: {:?}", n.calls());
         before.assert_same(&n.snapshot());
     }

@@ -171,8 +171,17 @@ mod tests {
 
     #[test]
     fn finds_whole_tokens_by_key() {
-        let args = s(&["ro", "crashkernel=1256M", "quiet", "crashkernel=256M,high", "crashkernelx=1"]);
-        assert_eq!(with_key(&args, "crashkernel"), ["crashkernel=1256M", "crashkernel=256M,high"]);
+        let args = s(&[
+            "ro",
+            "crashkernel=1256M",
+            "quiet",
+            "crashkernel=256M,high",
+            "crashkernelx=1",
+        ]);
+        assert_eq!(
+            with_key(&args, "crashkernel"),
+            ["crashkernel=1256M", "crashkernel=256M,high"]
+        );
         assert_eq!(key_of("quiet"), "quiet");
     }
 }

@@ -199,7 +199,11 @@ fn bls_options(host: &Host) -> Result<Vec<Vec<String>>> {
 fn updates_bls_cmdline(host: &Host) -> bool {
     host.which("grub2-mkconfig")
         .and_then(|p| std::fs::read(p).ok())
-        .is_some_and(|program| program.windows(UPDATE_BLS_CMDLINE.len()).any(|w| w == UPDATE_BLS_CMDLINE.as_bytes()))
+        .is_some_and(|program| {
+            program
+                .windows(UPDATE_BLS_CMDLINE.len())
+                .any(|w| w == UPDATE_BLS_CMDLINE.as_bytes())
+        })
 }
 
 /// Where `grub2-mkconfig` must write: the EFI vendor directory's grub.cfg when the
@@ -333,16 +337,22 @@ mod tests {
         let cfg = BootConfig::GrubDefault {
             output: "/boot/grub2/grub.cfg".into(),
         };
-        h.write("/boot/grub2/grub.cfg", b"insmod blscfg\nblscfg\n", 0o644).unwrap();
+        h.write("/boot/grub2/grub.cfg", b"insmod blscfg\nblscfg\n", 0o644)
+            .unwrap();
         h.write(
             "/boot/loader/entries/b-5.14.conf",
             b"title RHEL\nlinux /vmlinuz-5.14\noptions root=/dev/x ro crashkernel=256M\n",
             0o644,
         )
         .unwrap();
-        h.write("/boot/loader/entries/a-rescue.conf", b"title rescue\noptions\tro\n", 0o644)
+        h.write(
+            "/boot/loader/entries/a-rescue.conf",
+            b"title rescue\noptions\tro\n",
+            0o644,
+        )
+        .unwrap();
+        h.write("/boot/loader/entries/README", b"options not an entry\n", 0o644)
             .unwrap();
-        h.write("/boot/loader/entries/README", b"options not an entry\n", 0o644).unwrap();
         assert_eq!(
             cfg.entries(&h).unwrap(),
             vec![s(&["ro"]), s(&["root=/dev/x", "ro", "crashkernel=256M"])]

@@ -96,9 +96,16 @@ mod tests {
         let edit = |t: &[u8]| Some(t.iter().map(|b| if *b == b'2' { b'1' } else { *b }).collect());
         assert!(undo_edit(&h, "/etc/default/grub", &saved, &written, edit).unwrap());
         assert_eq!(h.read("/etc/default/grub").unwrap().unwrap(), original);
-        assert!(!undo_edit(&h, "/etc/default/grub", &saved, &written, edit).unwrap(), "idempotent");
+        assert!(
+            !undo_edit(&h, "/etc/default/grub", &saved, &written, edit).unwrap(),
+            "idempotent"
+        );
         h.write("/etc/default/grub", b"C=3\nB=2\n", 0o600).unwrap();
         assert!(undo_edit(&h, "/etc/default/grub", &saved, &written, edit).unwrap());
-        assert_eq!(h.read("/etc/default/grub").unwrap().unwrap(), b"C=3\nB=1\n", "someone's C=3 stays");
+        assert_eq!(
+            h.read("/etc/default/grub").unwrap().unwrap(),
+            b"C=3\nB=1\n",
+            "someone's C=3 stays"
+        );
     }
 }

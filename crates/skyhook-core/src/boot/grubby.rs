@@ -96,13 +96,9 @@ impl Originals {
     /// Records, for every entry and the GRUB defaults, the arguments whose key is one
     /// of `keys`.
     pub fn capture(host: &Host, keys: &[&str]) -> Result<Self> {
-        let pick = |args: &[String]| -> Vec<String> {
-            args.iter().filter(|a| keys.contains(&key_of(a))).cloned().collect()
-        };
-        let kernels = entries(host)?
-            .into_iter()
-            .map(|e| (e.kernel, pick(&e.args)))
-            .collect();
+        let pick =
+            |args: &[String]| -> Vec<String> { args.iter().filter(|a| keys.contains(&key_of(a))).cloned().collect() };
+        let kernels = entries(host)?.into_iter().map(|e| (e.kernel, pick(&e.args))).collect();
         let defaults = match host.read(GRUB_DEFAULTS)? {
             Some(text) => defaults::assignment_args(&text, CMDLINE_VAR).map(|a| pick(&a)),
             None => None,

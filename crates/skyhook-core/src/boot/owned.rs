@@ -301,9 +301,18 @@ mod tests {
         let want = s(&["hugepagesz=1G", "hugepages=4"]);
         let mut rec = ArgsRecord::default();
         let mut saved = Vec::new();
-        assert!(own.apply(&mut rec, &want, &mut |r| Ok(saved.push(r.clone()))).unwrap());
+        assert!(
+            own.apply(&mut rec, &want, &mut |r| {
+                saved.push(r.clone());
+                Ok(())
+            })
+            .unwrap()
+        );
         assert_eq!(rec.args, want);
-        assert!(saved.first().is_some_and(|r| r.pending), "recorded as pending before the change");
+        assert!(
+            saved.first().is_some_and(|r| r.pending),
+            "recorded as pending before the change"
+        );
         assert!(!rec.pending);
         let text = String::from_utf8(h.read(DROP_IN).unwrap().unwrap()).unwrap();
         assert!(text.contains("${GRUB_CMDLINE_LINUX_DEFAULT} hugepagesz=1G hugepages=4"));
@@ -321,15 +330,28 @@ mod tests {
         let want = s(&["hugepages=4", "iommu=pt"]);
         let mut rec = ArgsRecord::default();
         let mut saved = Vec::new();
-        own.apply(&mut rec, &want, &mut |r| Ok(saved.push(r.clone()))).unwrap();
+        own.apply(&mut rec, &want, &mut |r| {
+            saved.push(r.clone());
+            Ok(())
+        })
+        .unwrap();
         assert_eq!(rec.replaced.kernels["/boot/vmlinuz-a"], s(&["hugepages=2"]));
         assert!(rec.replaced.kernels["/boot/vmlinuz-rescue"].is_empty());
         let before_change = saved.iter().rev().find(|r| r.pending).unwrap();
-        assert_eq!(before_change.replaced, rec.replaced, "originals saved before grubby ran");
-        assert!(!own.apply(&mut rec, &want, &mut |_| Ok(())).unwrap(), "no command when current");
+        assert_eq!(
+            before_change.replaced, rec.replaced,
+            "originals saved before grubby ran"
+        );
+        assert!(
+            !own.apply(&mut rec, &want, &mut |_| Ok(())).unwrap(),
+            "no command when current"
+        );
         assert_eq!(
             calls(&runner),
-            ["grubby --info=ALL", "grubby --update-kernel=ALL '--args=hugepages=4 iommu=pt'"]
+            [
+                "grubby --info=ALL",
+                "grubby --update-kernel=ALL '--args=hugepages=4 iommu=pt'"
+            ]
         );
     }
 
@@ -359,18 +381,30 @@ mod tests {
         h.write(GRUB_DEFAULTS, before, 0o644).unwrap();
         let own = own(&h, &boot);
         let mut rec = ArgsRecord::default();
-        own.apply(&mut rec, &s(&["quiet", "iommu=pt"]), &mut |_| Ok(())).unwrap();
+        own.apply(&mut rec, &s(&["quiet", "iommu=pt"]), &mut |_| Ok(()))
+            .unwrap();
         assert_eq!(
             h.read(GRUB_DEFAULTS).unwrap().unwrap(),
             b"GRUB_TIMEOUT=5\r\n# caf\xe9\nGRUB_CMDLINE_LINUX=\"crashkernel=auto rhgb quiet quiet iommu=pt\""
         );
         let json = serde_json::to_string(&rec).unwrap();
-        assert_eq!(serde_json::from_str::<ArgsRecord>(&json).unwrap(), rec, "the record round-trips");
+        assert_eq!(
+            serde_json::from_str::<ArgsRecord>(&json).unwrap(),
+            rec,
+            "the record round-trips"
+        );
         own.apply(&mut rec, &[], &mut |_| Ok(())).unwrap();
-        assert_eq!(h.read(GRUB_DEFAULTS).unwrap().unwrap(), before, "the distribution's quiet stays");
+        assert_eq!(
+            h.read(GRUB_DEFAULTS).unwrap().unwrap(),
+            before,
+            "the distribution's quiet stays"
+        );
         assert_eq!(
             calls(&runner),
-            ["grub2-mkconfig -o /boot/grub2/grub.cfg", "grub2-mkconfig -o /boot/grub2/grub.cfg"]
+            [
+                "grub2-mkconfig -o /boot/grub2/grub.cfg",
+                "grub2-mkconfig -o /boot/grub2/grub.cfg"
+            ]
         );
     }
 

@@ -114,7 +114,10 @@ fn tuning_gpu_node_example_with_grub() {
         if !was.iter().any(|x| x == "single") {
             expected.extend(wanted.iter().map(|w| w.to_string()));
         }
-        assert_eq!(now, &expected, "grub-mkconfig's linux line carries exactly our arguments");
+        assert_eq!(
+            now, &expected,
+            "grub-mkconfig's linux line carries exactly our arguments"
+        );
     }
 
     // The same again: nothing written, nothing run.
@@ -149,7 +152,13 @@ fn tuning_refuses_a_hostile_grub_conf_before_grub_sees_it() {
     ] {
         node.run(
             "tuning",
-            &["config", "--name", "hostile", "--configmap", &format!("grub.conf=iommu=pt\n{line}\n")],
+            &[
+                "config",
+                "--name",
+                "hostile",
+                "--configmap",
+                &format!("grub.conf=iommu=pt\n{line}\n"),
+            ],
         )
         .expect_failure()
         .expect_output("exit code 2")
