@@ -93,53 +93,8 @@ impl<'a> Boot<'a> {
         if let Some(rec) = &previous {
             self.ensure_tool(&rec.original)?;
         }
-        let same = |rec: &BootRecord| rec.crashkernel == ck.as_str() && !rec.pending;
-        let original = match &self.config {
-            BootConfig::GrubDropIns { .. } => {
-                let text = self.drop_in_text(&token);
-                if let Some(rec) = &previous
-                    && same(rec)
-                    && self.host.read(DEBIAN_DROP_IN)?.as_deref() == Some(text.as_bytes())
-                {
-                    return Ok(false);
-                }
-                let file = match previous.map(|r| r.original) {
-                    Some(BootOriginal::DropIn { file, .. }) => file,
-                    _ => SavedFile::capture(self.host, DEBIAN_DROP_IN)?,
-                };
-                BootOriginal::DropIn {
-                    file,
-                    written: Content::Text(text),
-                }
-            }
-            BootConfig::Grubby => {
-                if previous.as_ref().is_some_and(same) {
-                    return Ok(false);
-                }
-                match previous.map(|r| r.original) {
-                    Some(o @ BootOriginal::Grubby { .. }) => o,
-                    _ => BootOriginal::grubby(Originals::capture(self.host, &[KEY])?),
-                }
-            }
-            BootConfig::GrubDefault { output } => {
-                let current = self.host.read(GRUB_DEFAULTS)?.unwrap_or_default();
-                let text = set_crashkernel(&current, Some(&token));
-                if let Some(rec) = &previous
-                    && same(rec)
-                    && current == text
-                {
-                    return Ok(false);
-                }
-                let file = match previous.map(|r| r.original) {
-                    Some(BootOriginal::GrubDefault { file, .. }) => file,
-                    _ => SavedFile::capture(self.host, GRUB_DEFAULTS)?,
-                };
-                BootOriginal::GrubDefault {
-                    file,
-                    written: Content::new(&text),
-                    output: output.clone(),
-                }
-            }
+        let Some(original) = self.plan(previous, ck)? else {
+            return Ok(false);
         };
         state.boot = Some(BootRecord {
             crashkernel: ck.as_str().to_string(),
@@ -167,6 +122,61 @@ impl<'a> Boot<'a> {
         }
         state.store(self.store)?;
         Ok(true)
+    }
+
+    /// What the record of setting `ck` holds (the originals, kept from `previous`
+    /// when it has them), or `None` when `ck` is recorded and in place already.
+    fn plan(&self, previous: Option<BootRecord>, ck: &CrashKernel) -> Result<Option<BootOriginal>> {
+        let token = ck.token();
+        let same = |rec: &BootRecord| rec.crashkernel == ck.as_str() && !rec.pending;
+        let original = match &self.config {
+            BootConfig::GrubDropIns { .. } => {
+                let text = self.drop_in_text(&token);
+                if let Some(rec) = &previous
+                    && same(rec)
+                    && self.host.read(DEBIAN_DROP_IN)?.as_deref() == Some(text.as_bytes())
+                {
+                    return Ok(None);
+                }
+                let file = match previous.map(|r| r.original) {
+                    Some(BootOriginal::DropIn { file, .. }) => file,
+                    _ => SavedFile::capture(self.host, DEBIAN_DROP_IN)?,
+                };
+                BootOriginal::DropIn {
+                    file,
+                    written: Content::Text(text),
+                }
+            }
+            BootConfig::Grubby => {
+                if previous.as_ref().is_some_and(same) {
+                    return Ok(None);
+                }
+                match previous.map(|r| r.original) {
+                    Some(o @ BootOriginal::Grubby { .. }) => o,
+                    _ => BootOriginal::grubby(Originals::capture(self.host, &[KEY])?),
+                }
+            }
+            BootConfig::GrubDefault { output } => {
+                let current = self.host.read(GRUB_DEFAULTS)?.unwrap_or_default();
+                let text = set_crashkernel(&current, Some(&token));
+                if let Some(rec) = &previous
+                    && same(rec)
+                    && current == text
+                {
+                    return Ok(None);
+                }
+                let file = match previous.map(|r| r.original) {
+                    Some(BootOriginal::GrubDefault { file, .. }) => file,
+                    _ => SavedFile::capture(self.host, GRUB_DEFAULTS)?,
+                };
+                BootOriginal::GrubDefault {
+                    file,
+                    written: Content::new(&text),
+                    output: output.clone(),
+                }
+            }
+        };
+        Ok(Some(original))
     }
 
     /// Puts back what the boot configuration held before the package changed it
