@@ -148,13 +148,7 @@ impl<'a> Boot<'a> {
                 }
             }
             BootConfig::Grubby => {
-                // Compared with what grubby reports, not with the record: kdumpctl may
-                // have reset crashkernel= behind our back (a kernel install); repaired.
-                if previous.as_ref().is_some_and(same)
-                    && grubby::entries(self.host)?
-                        .iter()
-                        .all(|e| with_key(&e.args, KEY) == [token.as_str()])
-                {
+                if previous.as_ref().is_some_and(same) {
                     return Ok(None);
                 }
                 match previous.map(|r| r.original) {

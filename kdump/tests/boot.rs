@@ -160,29 +160,3 @@ fn hostile_crashkernel_values_are_refused_naming_the_character_and_change_nothin
         before.assert_same(&files(&node));
     }
 }
-
-#[test]
-fn a_crashkernel_reset_behind_our_back_is_found_and_repaired_by_config() {
-    let node = multi_kernel_node();
-    node.run("apply").expect_code(0);
-    node.configmap("crashkernel", "256M");
-    node.run("config").expect_code(0);
-    // kdumpctl's kernel-install hook resets every entry to the distribution's default.
-    std::process::Command::new(node.commands_dir().join("grubby"))
-        .args(["--update-kernel=ALL", &format!("--args={RHEL_DEFAULT}")])
-        .env("SKYHOOK_HOST_ROOT", node.root())
-        .status()
-        .unwrap();
-    node.run("config-check")
-        .expect_code(1)
-        .expect_output(&format!("has {RHEL_DEFAULT}; expected exactly crashkernel=256M"));
-    node.clear_calls();
-    node.run("config").expect_code(0);
-    assert!(
-        node.calls()
-            .contains(&"grubby --update-kernel=ALL --args=crashkernel=256M".to_string()),
-        "{:?}",
-        node.calls()
-    );
-    node.run("config-check").expect_code(0);
-}
