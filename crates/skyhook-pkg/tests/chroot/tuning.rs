@@ -105,19 +105,25 @@ fn tuning_gpu_node_example_with_grub() {
         );
     }
 
-    // Exactly our arguments: each generated linux line is the distribution's, then
-    // ours (normal entries) or the distribution's alone (recovery entries), nothing else.
+    // Exactly our arguments: each generated linux line is the distribution's with ours,
+    // contiguous and once, where GRUB puts GRUB_CMDLINE_LINUX_DEFAULT (before the
+    // `init=` of its alternative-init entries), and recovery entries are unchanged.
     let generated = node.grub_kernel_args();
     assert_eq!(generated.len(), distribution_entries.len(), "{generated:?}");
     for (now, was) in generated.iter().zip(&distribution_entries) {
-        let mut expected = was.clone();
-        if !was.iter().any(|x| x == "single") {
-            expected.extend(wanted.iter().map(|w| w.to_string()));
+        if was.iter().any(|x| x == "single") {
+            assert_eq!(now, was, "a recovery entry takes none of ours");
+            continue;
         }
+        let at = now.iter().position(|a| a == wanted[0]).expect("our first argument");
         assert_eq!(
-            now, &expected,
-            "grub-mkconfig's linux line carries exactly our arguments"
+            &now[at..at + wanted.len()],
+            wanted,
+            "ours, in order, contiguous: {now:?}"
         );
+        let mut rest = now.clone();
+        rest.drain(at..at + wanted.len());
+        assert_eq!(&rest, was, "nothing but ours was added or changed: {now:?}");
     }
 
     // The same again: nothing written, nothing run.
