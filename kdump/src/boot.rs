@@ -12,13 +12,16 @@
 //!   `/etc/default/grub` is replaced (or added), then `grub2-mkconfig` writes the
 //!   configuration the firmware boots (BIOS or EFI).
 //!
-//! Every change is recorded (with `pending`) before it is made, so a run killed half
-//! way finishes the job, regeneration included, when it runs again.
+//! Every change is recorded (with `pending`) before it is made, and a restore keeps
+//! its record (marked `restored`, regeneration owed) until the boot configuration was
+//! regenerated, so a run killed half way finishes the job when it runs again. The
+//! mechanics (grubby, the GRUB defaults editor, files edited but not owned) are
+//! skyhook-core's [`boot`](skyhook_core::boot); this module is kdump's policy.
 
-use std::collections::BTreeMap;
-
-use skyhook_core::bootloader::{BootConfig, parse_drop_in, render_drop_in};
-use skyhook_core::kernel_args::{self, GRUB_DEFAULTS, grubby_entries, grubby_update, with_key};
+use skyhook_core::boot::defaults::{self, CMDLINE_VAR, Edit, GRUB_DEFAULTS, parse_drop_in, render_drop_in};
+use skyhook_core::boot::edited::{Content, undo_edit};
+use skyhook_core::boot::grubby::{self, Originals};
+use skyhook_core::boot::{BootConfig, key_of, with_key};
 use skyhook_core::original::SavedFile;
 use skyhook_core::state::StateStore;
 use skyhook_core::{Error, Host, Result};
@@ -32,8 +35,6 @@ type NamedEntries = Vec<(String, Vec<String>)>;
 
 /// The key the package manages.
 pub const KEY: &str = "crashkernel";
-/// The GRUB defaults variable the RHEL-like path edits.
-const CMDLINE_VAR: &str = "GRUB_CMDLINE_LINUX";
 /// The first line of the drop-in the package writes: how it recognises its own file.
 pub const DROP_IN_MARKER: &str = "Written by the Skyhook kdump package";
 
@@ -88,65 +89,17 @@ impl<'a> Boot<'a> {
     /// and nothing runs.
     pub fn set(&self, state: &mut State, ck: &CrashKernel) -> Result<bool> {
         let token = ck.token();
-        let previous = state.boot.clone();
+        let previous = state.boot.clone().filter(|r| !r.restored);
         if let Some(rec) = &previous {
             self.ensure_tool(&rec.original)?;
         }
-        let same = |rec: &BootRecord| rec.crashkernel == ck.as_str() && !rec.pending;
-        let original = match &self.config {
-            BootConfig::GrubDropIns { .. } => {
-                let text = self.drop_in_text(&token);
-                if let Some(rec) = &previous
-                    && same(rec)
-                    && self.host.read_to_string(DEBIAN_DROP_IN)?.as_deref() == Some(text.as_str())
-                {
-                    return Ok(false);
-                }
-                let file = match previous.map(|r| r.original) {
-                    Some(BootOriginal::DropIn { file, .. }) => file,
-                    _ => SavedFile::capture(self.host, DEBIAN_DROP_IN)?,
-                };
-                BootOriginal::DropIn { file, written: text }
-            }
-            BootConfig::Grubby => {
-                if previous.as_ref().is_some_and(same) {
-                    return Ok(false);
-                }
-                let kernels = match previous.map(|r| r.original) {
-                    Some(BootOriginal::Grubby { kernels }) => kernels,
-                    _ => grubby_entries(self.host)?
-                        .into_iter()
-                        .map(|e| {
-                            let original = with_key(&e.args, KEY).last().map(|t| t.to_string());
-                            (e.kernel, original)
-                        })
-                        .collect(),
-                };
-                BootOriginal::Grubby { kernels }
-            }
-            BootConfig::GrubDefault { output } => {
-                let current = self.host.read_to_string(GRUB_DEFAULTS)?.unwrap_or_default();
-                let text = kernel_args::set_assignment_key(&current, CMDLINE_VAR, KEY, Some(&token));
-                if let Some(rec) = &previous
-                    && same(rec)
-                    && current == text
-                {
-                    return Ok(false);
-                }
-                let file = match previous.map(|r| r.original) {
-                    Some(BootOriginal::GrubDefault { file, .. }) => file,
-                    _ => SavedFile::capture(self.host, GRUB_DEFAULTS)?,
-                };
-                BootOriginal::GrubDefault {
-                    file,
-                    written: text,
-                    output: output.clone(),
-                }
-            }
+        let Some(original) = self.plan(previous, ck)? else {
+            return Ok(false);
         };
         state.boot = Some(BootRecord {
             crashkernel: ck.as_str().to_string(),
             pending: true,
+            restored: false,
             original,
         });
         state.store(self.store)?;
@@ -154,13 +107,13 @@ impl<'a> Boot<'a> {
         match &state.boot.as_ref().expect("just set").original {
             BootOriginal::DropIn { file, written } => {
                 self.host
-                    .write(DEBIAN_DROP_IN, written.as_bytes(), file.mode.unwrap_or(0o644))?;
+                    .write(DEBIAN_DROP_IN, &written.bytes(), file.mode.unwrap_or(0o644))?;
                 self.config.regenerate(self.host)?;
             }
-            BootOriginal::Grubby { .. } => grubby_update(self.host, "ALL", &[token], &[])?,
+            BootOriginal::Grubby { .. } => grubby::update(self.host, "ALL", &[token], &[])?,
             BootOriginal::GrubDefault { file, written, .. } => {
                 self.host
-                    .write(GRUB_DEFAULTS, written.as_bytes(), file.mode.unwrap_or(0o644))?;
+                    .write(GRUB_DEFAULTS, &written.bytes(), file.mode.unwrap_or(0o644))?;
                 self.config.regenerate(self.host)?;
             }
         }
@@ -171,74 +124,125 @@ impl<'a> Boot<'a> {
         Ok(true)
     }
 
+    /// What the record of setting `ck` holds (the originals, kept from `previous`
+    /// when it has them), or `None` when `ck` is recorded and in place already.
+    fn plan(&self, previous: Option<BootRecord>, ck: &CrashKernel) -> Result<Option<BootOriginal>> {
+        let token = ck.token();
+        let same = |rec: &BootRecord| rec.crashkernel == ck.as_str() && !rec.pending;
+        let original = match &self.config {
+            BootConfig::GrubDropIns { .. } => {
+                let text = self.drop_in_text(&token);
+                if let Some(rec) = &previous
+                    && same(rec)
+                    && self.host.read(DEBIAN_DROP_IN)?.as_deref() == Some(text.as_bytes())
+                {
+                    return Ok(None);
+                }
+                let file = match previous.map(|r| r.original) {
+                    Some(BootOriginal::DropIn { file, .. }) => file,
+                    _ => SavedFile::capture(self.host, DEBIAN_DROP_IN)?,
+                };
+                BootOriginal::DropIn {
+                    file,
+                    written: Content::Text(text),
+                }
+            }
+            BootConfig::Grubby => {
+                if previous.as_ref().is_some_and(same) {
+                    return Ok(None);
+                }
+                match previous.map(|r| r.original) {
+                    Some(o @ BootOriginal::Grubby { .. }) => o,
+                    _ => BootOriginal::grubby(Originals::capture(self.host, &[KEY])?),
+                }
+            }
+            BootConfig::GrubDefault { output } => {
+                let current = self.host.read(GRUB_DEFAULTS)?.unwrap_or_default();
+                let text = set_crashkernel(&current, Some(&token));
+                if let Some(rec) = &previous
+                    && same(rec)
+                    && current == text
+                {
+                    return Ok(None);
+                }
+                let file = match previous.map(|r| r.original) {
+                    Some(BootOriginal::GrubDefault { file, .. }) => file,
+                    _ => SavedFile::capture(self.host, GRUB_DEFAULTS)?,
+                };
+                BootOriginal::GrubDefault {
+                    file,
+                    written: Content::new(&text),
+                    output: output.clone(),
+                }
+            }
+        };
+        Ok(Some(original))
+    }
+
     /// Puts back what the boot configuration held before the package changed it
-    /// (only where it still holds the package's value), regenerates it unless
-    /// `regenerate` is false (the caller regenerates later), and forgets the record.
-    /// Returns whether anything changed (the boot files, or a regeneration owed).
+    /// (only where it still holds the package's value). The record stays, marked
+    /// restored with the regeneration owed, until [`Boot::finish`] (or, with
+    /// `regenerate`, this call) regenerated the boot configuration. Returns whether
+    /// anything changed or is owed (the boot files, or a regeneration).
     pub fn restore(&self, state: &mut State, regenerate: bool) -> Result<bool> {
         let Some(mut rec) = state.boot.clone() else {
             return Ok(false);
         };
         self.ensure_tool(&rec.original)?;
         let owed = rec.pending;
-        rec.pending = true;
-        state.boot = Some(rec.clone());
-        state.store(self.store)?;
+        if !rec.restored {
+            rec.pending = true;
+            state.boot = Some(rec.clone());
+            state.store(self.store)?;
+            let changed = self.undo(&rec)?;
+            rec.restored = true;
+            rec.pending = owed || changed;
+            state.boot = Some(rec.clone());
+            state.store(self.store)?;
+        }
+        let owed = rec.pending;
+        if regenerate {
+            self.finish(state)?;
+        }
+        Ok(owed)
+    }
+
+    /// Takes the package's value off the files and entries `rec` names.
+    fn undo(&self, rec: &BootRecord) -> Result<bool> {
         let token = rec.token();
         log::info!("removing {token} from the boot configuration");
-        let changed = match &rec.original {
-            BootOriginal::DropIn { file, written } => restore_file(self.host, DEBIAN_DROP_IN, file, written, |_| None)?,
+        match &rec.original {
+            BootOriginal::DropIn { file, written } => undo_edit(self.host, DEBIAN_DROP_IN, file, written, |_| None),
             BootOriginal::GrubDefault { file, written, .. } => {
                 let original_token = file
                     .content()?
-                    .map(|c| String::from_utf8_lossy(&c).into_owned())
-                    .and_then(|t| kernel_args::assignment_args(&t, CMDLINE_VAR))
+                    .and_then(|c| defaults::assignment_args(&c, CMDLINE_VAR))
                     .and_then(|a| with_key(&a, KEY).last().map(|t| t.to_string()));
-                restore_file(self.host, GRUB_DEFAULTS, file, written, |current| {
-                    let args = kernel_args::assignment_args(current, CMDLINE_VAR)?;
+                undo_edit(self.host, GRUB_DEFAULTS, file, written, |current| {
+                    let args = defaults::assignment_args(current, CMDLINE_VAR)?;
                     with_key(&args, KEY)
                         .contains(&token.as_str())
-                        .then(|| kernel_args::set_assignment_key(current, CMDLINE_VAR, KEY, original_token.as_deref()))
-                })?
+                        .then(|| set_crashkernel(current, original_token.as_deref()))
+                })
             }
-            BootOriginal::Grubby { kernels } => self.restore_grubby(&token, kernels)?,
+            BootOriginal::Grubby { .. } => rec.original.originals().restore(self.host, &[token]),
+        }
+    }
+
+    /// Regenerates the boot configuration when a restore owes it, then forgets the
+    /// record: only a regeneration that succeeded clears it.
+    pub fn finish(&self, state: &mut State) -> Result<()> {
+        let Some(rec) = &state.boot else {
+            return Ok(());
         };
-        if regenerate && (changed || owed) {
+        if !rec.restored {
+            return Ok(());
+        }
+        if rec.pending {
             self.config.regenerate(self.host)?;
         }
         state.boot = None;
-        state.store(self.store)?;
-        Ok(changed || owed)
-    }
-
-    fn restore_grubby(&self, token: &str, kernels: &BTreeMap<String, Option<String>>) -> Result<bool> {
-        let entries = grubby_entries(self.host)?;
-        let fallback = most_common(kernels.values());
-        let targets: Vec<(String, Option<String>)> = entries
-            .iter()
-            .filter(|e| with_key(&e.args, KEY).contains(&token))
-            .map(|e| {
-                let original = kernels.get(&e.kernel).cloned().unwrap_or_else(|| fallback.clone());
-                (e.kernel.clone(), original)
-            })
-            .collect();
-        if targets.is_empty() {
-            log::info!("no boot entry carries {token} any more");
-            return Ok(false);
-        }
-        let one_original = targets.iter().all(|(_, o)| *o == targets[0].1);
-        let calls: Vec<(String, Option<String>)> = if targets.len() == entries.len() && one_original {
-            vec![("ALL".to_string(), targets[0].1.clone())]
-        } else {
-            targets
-        };
-        for (kernel, original) in calls {
-            match original {
-                Some(orig) => grubby_update(self.host, &kernel, &[orig], &[])?,
-                None => grubby_update(self.host, &kernel, &[], &[token.to_string()])?,
-            }
-        }
-        Ok(true)
+        state.store(self.store)
     }
 
     /// Removes `token` where the bash package put it (it kept no state): from
@@ -247,16 +251,16 @@ impl<'a> Boot<'a> {
     /// Returns whether anything changed.
     pub fn remove_legacy(&self, token: &str) -> Result<bool> {
         let mut changed = false;
-        if let Some(text) = self.host.read_to_string(GRUB_DEFAULTS)?
-            && kernel_args::assignment_args(&text, CMDLINE_VAR).is_some_and(|a| with_key(&a, KEY) == [token])
+        if let Some(text) = self.host.read(GRUB_DEFAULTS)?
+            && defaults::assignment_args(&text, CMDLINE_VAR).is_some_and(|a| with_key(&a, KEY) == [token])
         {
             log::info!("removing {token} (set by the bash package) from {GRUB_DEFAULTS}");
-            let new = kernel_args::set_assignment_key(&text, CMDLINE_VAR, KEY, None);
+            let new = set_crashkernel(&text, None);
             let mode = self.host.mode(GRUB_DEFAULTS)?.unwrap_or(0o644);
-            changed |= self.host.write(GRUB_DEFAULTS, new.as_bytes(), mode)?;
+            changed |= self.host.write(GRUB_DEFAULTS, &new, mode)?;
         }
         if matches!(self.config, BootConfig::Grubby) {
-            changed |= self.restore_grubby(token, &BTreeMap::new())?;
+            changed |= Originals::default().restore(self.host, &[token.to_string()])?;
         }
         Ok(changed)
     }
@@ -271,21 +275,22 @@ impl<'a> Boot<'a> {
     fn entries(&self) -> Result<(NamedEntries, String)> {
         Ok(match &self.config {
             BootConfig::Grubby => (
-                grubby_entries(self.host)?
+                grubby::entries(self.host)?
                     .into_iter()
                     .map(|e| (format!("boot entry of {}", e.kernel), e.args))
                     .collect(),
                 "`grubby --info=ALL`".to_string(),
             ),
-            BootConfig::GrubDropIns { output } | BootConfig::GrubDefault { output } => (
-                self.config
-                    .entries(self.host)?
+            BootConfig::GrubDropIns { .. } | BootConfig::GrubDefault { .. } => {
+                let entries = self.config.read_entries(self.host)?;
+                let named = entries
+                    .args
                     .into_iter()
                     .enumerate()
                     .map(|(i, args)| (format!("boot entry {}", i + 1), args))
-                    .collect(),
-                output.display().to_string(),
-            ),
+                    .collect();
+                (named, entries.source)
+            }
         })
     }
 
@@ -297,8 +302,11 @@ impl<'a> Boot<'a> {
         let mut unmet = Vec::new();
         match &self.config {
             BootConfig::GrubDropIns { .. } => {
-                let text = self.host.read_to_string(DEBIAN_DROP_IN)?;
-                let args = text.as_deref().map(parse_drop_in).unwrap_or_default();
+                let text = self.host.read(DEBIAN_DROP_IN)?;
+                let args = text
+                    .as_deref()
+                    .map(|t| parse_drop_in(&String::from_utf8_lossy(t)))
+                    .unwrap_or_default();
                 if let Some(problem) = exactly(&args, token) {
                     unmet.push(format!(
                         "{DEBIAN_DROP_IN} {}: it must append exactly {token} to GRUB_CMDLINE_LINUX_DEFAULT; run config again",
@@ -307,8 +315,8 @@ impl<'a> Boot<'a> {
                 }
             }
             BootConfig::GrubDefault { .. } => {
-                let text = self.host.read_to_string(GRUB_DEFAULTS)?.unwrap_or_default();
-                let args = kernel_args::assignment_args(&text, CMDLINE_VAR).unwrap_or_default();
+                let text = self.host.read(GRUB_DEFAULTS)?.unwrap_or_default();
+                let args = defaults::assignment_args(&text, CMDLINE_VAR).unwrap_or_default();
                 if let Some(problem) = exactly(&args, token) {
                     unmet.push(format!(
                         "{GRUB_DEFAULTS}: {CMDLINE_VAR} {problem}; expected exactly {token}; run config again"
@@ -347,14 +355,14 @@ impl<'a> Boot<'a> {
     /// Where `token` is still on the boot configuration (files and entries).
     pub fn carrying(&self, token: &str) -> Result<Vec<String>> {
         let mut places = Vec::new();
-        let drop_in = self.host.read_to_string(DEBIAN_DROP_IN)?;
+        let drop_in = self.host.read(DEBIAN_DROP_IN)?;
         if let Some(text) = &drop_in
             && drop_in_args_any(text).iter().any(|a| a == token)
         {
             places.push(DEBIAN_DROP_IN.to_string());
         }
-        if let Some(text) = self.host.read_to_string(GRUB_DEFAULTS)?
-            && kernel_args::assignment_args(&text, CMDLINE_VAR).is_some_and(|a| a.iter().any(|x| x == token))
+        if let Some(text) = self.host.read(GRUB_DEFAULTS)?
+            && defaults::assignment_args(&text, CMDLINE_VAR).is_some_and(|a| a.iter().any(|x| x == token))
         {
             places.push(format!("{GRUB_DEFAULTS} ({CMDLINE_VAR})"));
         }
@@ -369,8 +377,14 @@ impl<'a> Boot<'a> {
 
 /// The arguments of any `GRUB_CMDLINE_LINUX_DEFAULT=` assignment (the drop-in as the
 /// bash package or kdump-tools wrote it: `"$GRUB_CMDLINE_LINUX_DEFAULT crashkernel=…"`).
-fn drop_in_args_any(text: &str) -> Vec<String> {
-    kernel_args::assignment_args(text, "GRUB_CMDLINE_LINUX_DEFAULT").unwrap_or_default()
+fn drop_in_args_any(text: &[u8]) -> Vec<String> {
+    defaults::assignment_args(text, "GRUB_CMDLINE_LINUX_DEFAULT").unwrap_or_default()
+}
+
+/// `text` (the GRUB defaults) with exactly `token` as `crashkernel=` of
+/// `GRUB_CMDLINE_LINUX` (`None`: none), every other byte kept.
+fn set_crashkernel(text: &[u8], token: Option<&str>) -> Vec<u8> {
+    defaults::edit_assignment(text, CMDLINE_VAR, &Edit::SetKey { key: KEY, token })
 }
 
 /// Why `args` do not hold exactly one `crashkernel=` equal to `token`, if they do not.
@@ -382,63 +396,17 @@ fn exactly(args: &[String], token: &str) -> Option<String> {
     }
 }
 
-/// Puts a file back from `saved` when it still holds what the package `written`;
-/// when someone changed it since, applies `edit` to its current text instead (`None`:
-/// leave it). Returns whether the file changed.
-fn restore_file(
-    host: &Host,
-    path: &str,
-    saved: &SavedFile,
-    written: &str,
-    edit: impl Fn(&str) -> Option<String>,
-) -> Result<bool> {
-    let current = host.read_to_string(path)?;
-    if current.as_deref() == Some(written) {
-        return saved.restore(host);
-    }
-    if saved.is_current(host)? {
-        return Ok(false);
-    }
-    let Some(current) = current else {
-        log::warn!("{path} is gone; nothing to put back");
-        return Ok(false);
-    };
-    match edit(&current) {
-        Some(text) => Ok(host.write(path, text.as_bytes(), host.mode(path)?.unwrap_or(0o644))?),
-        None => {
-            log::warn!(
-                "{path} was changed since the package wrote it and no longer holds the package's value; left as it is"
-            );
-            Ok(false)
-        }
-    }
-}
-
-fn most_common<'v>(values: impl Iterator<Item = &'v Option<String>>) -> Option<String> {
-    let mut counts: BTreeMap<&Option<String>, usize> = BTreeMap::new();
-    for v in values {
-        *counts.entry(v).or_default() += 1;
-    }
-    counts.into_iter().max_by_key(|(_, n)| *n).and_then(|(v, _)| v.clone())
-}
-
 /// The `crashkernel=` arguments the boot configuration held before the package
 /// changed it (they may stay after uninstall: they are the distribution's).
 pub fn original_tokens(original: &BootOriginal) -> Result<Vec<String>> {
-    let text_of = |file: &SavedFile| -> Result<String> {
-        Ok(file
-            .content()?
-            .map(|c| String::from_utf8_lossy(&c).into_owned())
-            .unwrap_or_default())
-    };
     let mut tokens: Vec<String> = match original {
-        BootOriginal::DropIn { file, .. } => drop_in_args_any(&text_of(file)?),
+        BootOriginal::DropIn { file, .. } => drop_in_args_any(&file.content()?.unwrap_or_default()),
         BootOriginal::GrubDefault { file, .. } => {
-            kernel_args::assignment_args(&text_of(file)?, CMDLINE_VAR).unwrap_or_default()
+            defaults::assignment_args(&file.content()?.unwrap_or_default(), CMDLINE_VAR).unwrap_or_default()
         }
-        BootOriginal::Grubby { kernels } => kernels.values().flatten().cloned().collect(),
+        BootOriginal::Grubby { kernels, defaults } => kernels.values().chain(defaults).flatten().cloned().collect(),
     };
-    tokens.retain(|t| kernel_args::key_of(t) == KEY);
+    tokens.retain(|t| key_of(t) == KEY);
     tokens.sort();
     tokens.dedup();
     Ok(tokens)

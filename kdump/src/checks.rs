@@ -2,9 +2,9 @@
 //! config-check and post-interrupt-check. They verify, they never repair, and list
 //! every unmet expectation with what to look at.
 
-use skyhook_core::bootloader::{BootConfig, running_cmdline};
+use skyhook_core::boot::with_key;
+use skyhook_core::boot::{BootConfig, running_cmdline};
 use skyhook_core::distro::Family;
-use skyhook_core::kernel_args::with_key;
 use skyhook_core::state::StateStore;
 use skyhook_core::systemd::Systemd;
 use skyhook_core::{Checklist, Host, Outcome, Result, Step};

@@ -5,7 +5,7 @@
 //! crashkernel value changed, a restart of the kdump service when only its
 //! configuration did.
 
-use skyhook_core::bootloader::BootConfig;
+use skyhook_core::boot::BootConfig;
 use skyhook_core::{Interrupt, Outcome, Result, Step};
 
 use crate::boot::Boot;

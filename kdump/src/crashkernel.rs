@@ -63,6 +63,8 @@ impl CrashKernel {
     /// is refused.
     pub fn parse(text: &str) -> Result<Self, String> {
         let form = parse_form(text)?;
+        // The one rule for every argument written to the boot configuration.
+        skyhook_core::boot::check_arg(&format!("crashkernel={text}"))?;
         Ok(CrashKernel {
             text: text.to_string(),
             form,

@@ -8,8 +8,10 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use serde::{Deserialize, Serialize};
+use serde::{Deserialize, Deserializer, Serialize};
 use skyhook_core::Result;
+use skyhook_core::boot::edited::Content;
+use skyhook_core::boot::grubby::Originals;
 use skyhook_core::original::SavedFile;
 use skyhook_core::state::StateStore;
 
@@ -51,6 +53,10 @@ pub struct BootRecord {
     /// regenerated yet (a run was interrupted): the next run regenerates it.
     #[serde(default)]
     pub pending: bool,
+    /// The originals are back (uninstall); only the regeneration (`pending`) is owed
+    /// before the record can go.
+    #[serde(default)]
+    pub restored: bool,
     /// What the boot configuration held before the package changed it.
     pub original: BootOriginal,
 }
@@ -72,12 +78,16 @@ pub enum BootOriginal {
         /// The drop-in before the package wrote it.
         file: SavedFile,
         /// What the package wrote.
-        written: String,
+        written: Content,
     },
-    /// grubby: each boot entry's `crashkernel=` argument before (`None`: it had none).
+    /// grubby: each boot entry's `crashkernel=` arguments before, and the GRUB defaults'.
     Grubby {
-        /// Kernel path → its original `crashkernel=…` argument.
-        kernels: BTreeMap<String, Option<String>>,
+        /// Kernel path → its original `crashkernel=…` arguments.
+        #[serde(deserialize_with = "kernels_compat")]
+        kernels: BTreeMap<String, Vec<String>>,
+        /// `GRUB_CMDLINE_LINUX`'s (`None`: unknown, records of earlier versions).
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        defaults: Option<Vec<String>>,
     },
     /// `/etc/default/grub` (RHEL-like without grubby) as it was, what the package wrote
     /// there, and the configuration grub2-mkconfig writes.
@@ -85,10 +95,52 @@ pub enum BootOriginal {
         /// `/etc/default/grub` before the package changed it.
         file: SavedFile,
         /// What the package wrote.
-        written: String,
+        written: Content,
         /// The generated configuration the firmware boots.
         output: PathBuf,
     },
+}
+
+impl BootOriginal {
+    /// The grubby record of `originals`.
+    pub fn grubby(originals: Originals) -> Self {
+        BootOriginal::Grubby {
+            kernels: originals.kernels,
+            defaults: originals.defaults,
+        }
+    }
+
+    /// The grubby originals (empty for the other tools).
+    pub fn originals(&self) -> Originals {
+        match self {
+            BootOriginal::Grubby { kernels, defaults } => Originals {
+                kernels: kernels.clone(),
+                defaults: defaults.clone(),
+            },
+            _ => Originals::default(),
+        }
+    }
+}
+
+/// Reads the per-kernel originals, where records of earlier versions kept one
+/// optional argument per kernel.
+fn kernels_compat<'de, D: Deserializer<'de>>(d: D) -> std::result::Result<BTreeMap<String, Vec<String>>, D::Error> {
+    #[derive(Deserialize)]
+    #[serde(untagged)]
+    enum Any {
+        Many(Vec<String>),
+        One(Option<String>),
+    }
+    Ok(BTreeMap::<String, Any>::deserialize(d)?
+        .into_iter()
+        .map(|(k, v)| {
+            let v = match v {
+                Any::Many(v) => v,
+                Any::One(o) => o.into_iter().collect(),
+            };
+            (k, v)
+        })
+        .collect())
 }
 
 /// The deployed `kdump.conf` and the file it replaced.

@@ -15,8 +15,8 @@
 use std::path::PathBuf;
 
 use serde::{Deserialize, Serialize};
-use skyhook_core::bootloader::BootConfig;
-use skyhook_core::kernel_args::with_key;
+use skyhook_core::boot::BootConfig;
+use skyhook_core::boot::with_key;
 use skyhook_core::pkgmgr::{PackageManager, Retry};
 use skyhook_core::systemd::Systemd;
 use skyhook_core::{Checklist, Error, HostError, Outcome, Result, Step};
@@ -162,10 +162,14 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
         log::info!("{package} was installed before this package's apply: left installed, {unit} left as it was");
     }
     let drop_in_gone = drop_in_before && !host.exists(DEBIAN_DROP_IN);
-    if let Some(boot) = &boot
-        && (boot_changed || drop_in_gone)
-    {
-        boot.regenerate()?;
+    if let Some(boot) = &boot {
+        if let Some(rec) = &mut state.boot {
+            // Regenerates what the restore owes, and only then forgets the record.
+            rec.pending |= drop_in_gone;
+            boot.finish(&mut state)?;
+        } else if boot_changed || drop_in_gone {
+            boot.regenerate()?;
+        }
     }
 
     receipt.save(step)?;
@@ -272,7 +276,7 @@ fn report_reserved(step: &Step) -> Result<()> {
     if reserved > 0 {
         let booted = host
             .read_to_string("/proc/cmdline")?
-            .map(|t| skyhook_core::bootloader::split_cmdline(&t))
+            .map(|t| skyhook_core::boot::split_cmdline(&t))
             .unwrap_or_default();
         log::warn!(
             "{} of memory stay reserved for a crash kernel until the next reboot (the running kernel was booted \

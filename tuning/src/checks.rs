@@ -14,8 +14,8 @@
 
 use std::collections::BTreeSet;
 
-use skyhook_core::bootargs::OwnArgs;
-use skyhook_core::bootloader::{self, contains_in_order};
+use skyhook_core::boot::OwnArgs;
+use skyhook_core::boot::{self, contains_in_order};
 use skyhook_core::limits::{self, ProcessLimits, Rlim};
 use skyhook_core::sysctl::{self as ksysctl, Key};
 use skyhook_core::systemd::Systemd;
@@ -177,7 +177,7 @@ pub fn post_interrupt_check(step: &Step) -> Result<Outcome> {
         check_live_sysctl(host, conf, &mut c)?;
     }
     if !desired.grub.is_empty() {
-        let cmdline = bootloader::running_cmdline(host)?;
+        let cmdline = boot::running_cmdline(host)?;
         c.expect(contains_in_order(&cmdline, &desired.grub), || {
             format!(
                 "the running kernel was not booted with {} (whole arguments, in this order); /proc/cmdline: {}. \

@@ -2,11 +2,13 @@
 //! configMap key `grub.conf`: kernel command-line arguments, one per line (several
 //! on a line separated by spaces are accepted, as the bash package joined lines with
 //! spaces). They are appended to the distribution's command line through the core
-//! [`bootargs`](skyhook_core::bootargs) module, never replacing it.
+//! [`boot`](skyhook_core::boot) module, never replacing it.
 
-use skyhook_core::bootloader::{BootConfig, check_arg};
+use skyhook_core::boot::{BootConfig, OwnArgs, check_arg};
 use skyhook_core::error::bad_line;
 use skyhook_core::{Host, Result};
+
+use crate::state::State;
 
 /// The configMap key.
 pub const KEY: &str = "grub.conf";
@@ -35,6 +37,18 @@ pub fn parse(text: &str) -> std::result::Result<Vec<String>, Vec<String>> {
 pub fn boot_config(host: &Host) -> Result<BootConfig> {
     let family = skyhook_core::distro::OsRelease::read(host)?.family()?;
     BootConfig::detect(host, family)
+}
+
+/// Puts `wanted` on the boot configuration as `own` says, `save` storing the state
+/// (with the arguments' record) before every change; returns whether anything ran.
+pub fn apply(own: &OwnArgs, state: &mut State, wanted: &[String], save: impl Fn(&State) -> Result<()>) -> Result<bool> {
+    let mut record = std::mem::take(&mut state.grub);
+    let result = own.apply(&mut record, wanted, &mut |r| {
+        state.grub = r.clone();
+        save(state)
+    });
+    state.grub = record;
+    result
 }
 
 #[cfg(test)]

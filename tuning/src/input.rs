@@ -71,7 +71,7 @@ impl Desired {
     }
 
     /// The files the configMap wants, with their content and the key each comes
-    /// from (the GRUB drop-in is the [`bootargs`](skyhook_core::bootargs) module's).
+    /// from (the GRUB drop-in is the [`boot::owned`](skyhook_core::boot::owned) module's).
     pub fn files(&self, paths: &Paths) -> BTreeMap<PathBuf, (String, String)> {
         let mut files = BTreeMap::new();
         if let Some(c) = &self.sysctl {

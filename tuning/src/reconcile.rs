@@ -20,7 +20,7 @@
 use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
-use skyhook_core::bootargs::OwnArgs;
+use skyhook_core::boot::OwnArgs;
 use skyhook_core::error::bad_line;
 use skyhook_core::state::StateStore;
 use skyhook_core::sysctl::{self as ksysctl, Key};
@@ -62,7 +62,7 @@ pub fn remove_files(host: &Host, state: &mut State, files: &[PathBuf]) -> Result
             if let Some(unit) = Paths::unit_of(f) {
                 removed.units.insert(unit);
             }
-            if f.starts_with(skyhook_core::bootloader::DROP_IN_DIR) {
+            if f.starts_with(skyhook_core::boot::defaults::DROP_IN_DIR) {
                 removed.grub = true;
             }
         }
@@ -210,7 +210,7 @@ pub fn config(step: &Step) -> Result<Outcome> {
     let header = paths.header(grub::KEY);
     let legacy_grub = removes
         .iter()
-        .any(|p| p.starts_with(skyhook_core::bootloader::DROP_IN_DIR));
+        .any(|p| p.starts_with(skyhook_core::boot::defaults::DROP_IN_DIR));
     let boot = if !desired.grub.is_empty()
         || !state.grub.is_empty()
         || host.exists(&grub_path)
@@ -242,7 +242,7 @@ pub fn config(step: &Step) -> Result<Outcome> {
     for (p, _, _) in &writes {
         intent.footprint.claim(host, p);
     }
-    if !desired.grub.is_empty() && matches!(boot, Some(skyhook_core::bootloader::BootConfig::GrubDropIns { .. })) {
+    if !desired.grub.is_empty() && matches!(boot, Some(skyhook_core::boot::BootConfig::GrubDropIns { .. })) {
         intent.footprint.claim(host, &grub_path);
     }
     for s in &sets {
@@ -291,12 +291,10 @@ pub fn config(step: &Step) -> Result<Outcome> {
     if let Some(b) = &boot
         && intent.pending.boot_config
     {
-        let (record, changed) = own(b).apply(&intent.grub, &desired.grub)?;
-        if !changed {
+        if !grub::apply(&own(b), &mut intent, &desired.grub, |s| persist(&store, s))? {
             b.regenerate(host)?;
         }
         grub_changed = true;
-        intent.grub = record;
         if desired.grub.is_empty() {
             intent.footprint.remove(host, &grub_path)?;
         }

@@ -8,7 +8,7 @@
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
-use skyhook_core::bootargs::ArgsRecord;
+use skyhook_core::boot::ArgsRecord;
 use skyhook_core::footprint::Footprint;
 
 /// A kernel parameter this package changed live.

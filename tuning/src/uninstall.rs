@@ -5,7 +5,7 @@
 //! entry needs it, systemd is reloaded and the boot configuration regenerated when
 //! their files went, and the state is forgotten.
 
-use skyhook_core::bootargs::OwnArgs;
+use skyhook_core::boot::OwnArgs;
 use skyhook_core::systemd::Systemd;
 use skyhook_core::{Checklist, Interrupt, Outcome, Result, Step};
 
@@ -33,7 +33,7 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
         || state.pending.boot_config
         || files
             .iter()
-            .any(|p| p.starts_with(skyhook_core::bootloader::DROP_IN_DIR));
+            .any(|p| p.starts_with(skyhook_core::boot::defaults::DROP_IN_DIR));
     let boot = if needs_boot {
         Some(grub::boot_config(host)?)
     } else {
@@ -65,11 +65,9 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
             drop_in: &grub_path,
             header: &header,
         };
-        let (record, changed) = own.apply(&state.grub, &[])?;
-        if !changed {
+        if !grub::apply(&own, &mut state, &[], |s| persist(&store, s))? {
             b.regenerate(host)?;
         }
-        state.grub = record;
         state.footprint.remove(host, &grub_path)?;
         state.pending.boot_config = false;
         needs.push(Interrupt::Reboot);

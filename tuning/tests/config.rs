@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use skyhook_testkit::boot_tools::{GRUBBY, bls_entry, bls_options};
 
 fn configured() -> Node {
     let n = node();
@@ -412,28 +413,22 @@ fn rhel_hosts_get_kernel_arguments_through_grubby() {
         skyhook_testkit::skyhook_core::distro::fixtures::ROCKY_9,
     );
     n.remove_stand_in("update-grub");
-    // grubby: prints the entries from a file and edits it, like the real one.
+    // grubby over a BLS entry, as the real one (the test kit's stateful stand-in).
+    let entry = "/boot/loader/entries/0a1b-5.14.0-427.el9.x86_64.conf";
     n.file(
-        "/boot/loader/args",
-        "ro crashkernel=1G-4G:192M,4G-64G:256M rhgb quiet hugepages=2\n",
+        entry,
+        bls_entry(
+            "5.14.0-427.el9.x86_64",
+            "ro crashkernel=1G-4G:192M,4G-64G:256M rhgb quiet hugepages=2",
+        ),
     );
-    n.stand_in(
-        "grubby",
-        r#"A="$SKYHOOK_HOST_ROOT/boot/loader/args"
-case "$1" in
-  --info=ALL) echo "index=0"; echo "args=\"$(cat "$A")\"" ;;
-  --update-kernel=ALL)
-    case "$2" in
-      --args=*) new="${2#--args=}"; cur="$(cat "$A")"; for a in $new; do k="${a%%=*}"; cur="$(echo " $cur " | sed -E "s/ $k(=[^ ]*)? / /")"; done; echo $cur $new > "$A" ;;
-      --remove-args=*) cur=" $(cat "$A") "; for a in ${2#--remove-args=}; do cur="$(echo "$cur" | sed "s/ $a / /")"; done; echo $cur > "$A" ;;
-    esac ;;
-esac"#,
-    );
+    n.stand_in("grubby", GRUBBY);
+    let args = || bls_options(&n, entry);
     let before = n.snapshot();
     n.configmap("grub.conf", "hugepages=4\niommu=pt\n");
     run(&n, "config", 0).expect_output("needs {type: reboot}");
     assert_eq!(
-        n.read("/boot/loader/args").unwrap().trim(),
+        args(),
         "ro crashkernel=1G-4G:192M,4G-64G:256M rhgb quiet hugepages=4 iommu=pt"
     );
     run(&n, "config-check", 0);
@@ -442,7 +437,7 @@ esac"#,
     assert!(n.calls().is_empty(), "{:?}", n.calls());
     run(&n, "uninstall", 0);
     assert_eq!(
-        n.read("/boot/loader/args").unwrap().trim(),
+        args(),
         "ro crashkernel=1G-4G:192M,4G-64G:256M rhgb quiet hugepages=2",
         "the image's hugepages=2 is back"
     );

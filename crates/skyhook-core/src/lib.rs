@@ -6,13 +6,12 @@
 //! the agent is running, [`configmap`] its input, [`host`] the machine being changed
 //! (files under a root, never through a symbolic link: [`nofollow`]; external commands
 //! through a [`command::Runner`]), [`systemd`],
-//! [`distro`], [`pkgmgr`] and [`bootloader`] shared host operations, [`interrupt`] what a
+//! [`distro`], [`pkgmgr`] and [`boot`] shared host operations, [`interrupt`] what a
 //! change needs from the operator, [`state`] what a package deployed, [`config`] the
 //! config.json model and its validation, and [`run`] the entry point that ties them
 //! together and turns the result into an exit code.
 
-pub mod bootargs;
-pub mod bootloader;
+pub mod boot;
 pub mod check;
 pub mod command;
 pub mod config;
@@ -23,7 +22,6 @@ pub mod error;
 pub mod footprint;
 pub mod host;
 pub mod interrupt;
-pub mod kernel_args;
 pub mod limits;
 pub mod mode;
 pub mod nofollow;

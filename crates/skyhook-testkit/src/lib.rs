@@ -14,6 +14,8 @@ use std::process::Command;
 
 pub use skyhook_core;
 
+pub mod boot_tools;
+
 /// A simulated node for one package binary.
 pub struct Node {
     _dir: tempfile::TempDir,

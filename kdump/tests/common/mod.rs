@@ -12,6 +12,8 @@ use std::path::Path;
 use std::process::Command;
 
 use skyhook_core::distro::fixtures;
+pub use skyhook_testkit::boot_tools::bls_options;
+use skyhook_testkit::boot_tools::{GRUB2_MKCONFIG, GRUBBY};
 use skyhook_testkit::{Node, Tree};
 
 /// A distribution under test.
@@ -155,48 +157,6 @@ case "$action" in
   *) echo "unexpected: dnf $*" >&2; exit 1 ;;
 esac"#;
 
-/// grubby over BLS entries: --info=ALL, --update-kernel=ALL|<kernel> with --args
-/// (replacing a present key, appending at the end) and --remove-args (key=value: that
-/// exact argument; key: any value), as grubby-bls does.
-const GRUBBY: &str = r#"R="$SKYHOOK_HOST_ROOT"; E="$R/boot/loader/entries"
-kernel=""; add=""; rm=""; info=""
-for a; do case "$a" in
-  --info=*) info="${a#--info=}" ;;
-  --update-kernel=*) kernel="${a#--update-kernel=}" ;;
-  --args=*) add="${a#--args=}" ;;
-  --remove-args=*) rm="${a#--remove-args=}" ;;
-  *) echo "unexpected: grubby $*" >&2; exit 1 ;;
-esac; done
-i=0
-for f in "$E"/*.conf; do
-  k="/boot$(sed -n 's/^linux //p' "$f")"
-  if [ -n "$info" ]; then
-    echo "index=$i"; echo "kernel=\"$k\""; echo "args=\"$(sed -n 's/^options //p' "$f")\""; echo "root=\"/dev/mapper/rl-root\""
-  elif [ "$kernel" = ALL ] || [ "$kernel" = "$k" ]; then
-    awk -v add="$add" -v rm="$rm" '
-      /^options / {
-        n = split(substr($0, 9), t, " "); nr = split(rm, r, " "); na = split(add, a, " "); out = ""
-        for (i = 1; i <= n; i++) {
-          keep = 1; key = t[i]; sub(/=.*/, "", key)
-          for (j = 1; j <= nr; j++) { if (index(r[j], "=")) { if (t[i] == r[j]) keep = 0 } else if (key == r[j]) keep = 0 }
-          for (j = 1; j <= na; j++) { ak = a[j]; sub(/=.*/, "", ak); if (key == ak) keep = 0 }
-          if (keep) out = out (out == "" ? "" : " ") t[i]
-        }
-        for (j = 1; j <= na; j++) out = out (out == "" ? "" : " ") a[j]
-        print "options " out; next
-      }
-      { print }' "$f" > "$f.tmp" && mv "$f.tmp" "$f"
-  fi
-  i=$((i+1))
-done"#;
-
-/// grub2-mkconfig -o <output>: sources /etc/default/grub, writes one entry.
-const GRUB2_MKCONFIG: &str = r#"R="$SKYHOOK_HOST_ROOT"
-[ "$1" = -o ] || { echo "unexpected: grub2-mkconfig $*" >&2; exit 1; }
-GRUB_CMDLINE_LINUX=""; . "$R/etc/default/grub"
-mkdir -p "$(dirname "$R$2")"
-printf "menuentry 'Rocky Linux' {\n\tlinux /vmlinuz-5.14.0-427.el9.x86_64 root=/dev/mapper/rl-root ro %s\n}\n" "$GRUB_CMDLINE_LINUX" > "$R$2""#;
-
 /// Runs a stand-in script directly (no call logged), e.g. to generate the pristine grub.cfg.
 fn run_stand_in(node: &Node, program: &str, args: &[&str]) {
     let status = Command::new(node.commands_dir().join(program))
@@ -324,15 +284,6 @@ pub fn default_entry_args(node: &Node, distro: Distro) -> String {
     } else {
         bls_options(node, "/boot/loader/entries/0a1b-5.14.0-427.el9.x86_64.conf")
     }
-}
-
-/// The `options` of a BLS entry.
-pub fn bls_options(node: &Node, path: &str) -> String {
-    node.read(path)
-        .expect("BLS entry")
-        .lines()
-        .find_map(|l| l.strip_prefix("options ").map(str::to_string))
-        .expect("options line")
 }
 
 /// Whether the stand-in systemd has `unit` enabled / active.

@@ -44,6 +44,7 @@ fn tuning_gpu_node_example_with_grub() {
     let node = node_with_proc();
     node.install_grub();
     let before = node.snapshot(BOOKKEEPING);
+    let distribution_entries = node.grub_kernel_args();
     let name = &ex.name;
 
     run(&node, &ex, &["config"]).expect_ok().expect_output("{type: reboot}");
@@ -104,6 +105,27 @@ fn tuning_gpu_node_example_with_grub() {
         );
     }
 
+    // Exactly our arguments: each generated linux line is the distribution's with ours,
+    // contiguous and once, where GRUB puts GRUB_CMDLINE_LINUX_DEFAULT (before the
+    // `init=` of its alternative-init entries), and recovery entries are unchanged.
+    let generated = node.grub_kernel_args();
+    assert_eq!(generated.len(), distribution_entries.len(), "{generated:?}");
+    for (now, was) in generated.iter().zip(&distribution_entries) {
+        if was.iter().any(|x| x == "single") {
+            assert_eq!(now, was, "a recovery entry takes none of ours");
+            continue;
+        }
+        let at = now.iter().position(|a| a == wanted[0]).expect("our first argument");
+        assert_eq!(
+            &now[at..at + wanted.len()],
+            wanted,
+            "ours, in order, contiguous: {now:?}"
+        );
+        let mut rest = now.clone();
+        rest.drain(at..at + wanted.len());
+        assert_eq!(&rest, was, "nothing but ours was added or changed: {now:?}");
+    }
+
     // The same again: nothing written, nothing run.
     let configured = node.snapshot(BOOKKEEPING);
     run(&node, &ex, &["config"]).expect_ok();
@@ -119,6 +141,37 @@ fn tuning_gpu_node_example_with_grub() {
     run(&node, &ex, &["uninstall"]).expect_ok();
     std::fs::remove_file(node.path("/proc/cmdline")).unwrap(); // the simulated boot, not the package's
     before.assert_same(&node.snapshot(BOOKKEEPING));
+}
+
+#[test]
+fn tuning_refuses_a_hostile_grub_conf_before_grub_sees_it() {
+    let node = node_with_proc();
+    node.install_grub();
+    let before = node.snapshot(BOOKKEEPING);
+    for (line, shown) in [
+        ("quiet;reboot", "';'"),
+        ("hugepages=4 # note", "'#'"),
+        ("a|b", "'|'"),
+        ("x{y}", "'{'"),
+        ("$(reboot)", "'$'"),
+        ("init=`id`", "'`'"),
+    ] {
+        node.run(
+            "tuning",
+            &[
+                "config",
+                "--name",
+                "hostile",
+                "--configmap",
+                &format!("grub.conf=iommu=pt\n{line}\n"),
+            ],
+        )
+        .expect_failure()
+        .expect_output("exit code 2")
+        .expect_output("\"grub.conf\" line 2")
+        .expect_output(shown);
+        before.assert_same(&node.snapshot(BOOKKEEPING));
+    }
 }
 
 #[test]

@@ -1,20 +1,26 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The kernel command line: the arguments a package adds to the boot configuration
-//! (GRUB), how that configuration is regenerated on each family, and the command line
-//! the running kernel was booted with.
+//! The boot configuration kinds: how this host takes extra kernel arguments, how
+//! that configuration is regenerated, and what its boot entries carry now.
 //!
-//! - Debian-like: a drop-in `/etc/default/grub.d/<name>.cfg` that appends to the
-//!   distribution's `GRUB_CMDLINE_LINUX_DEFAULT` (never replaces it), then `update-grub`.
-//! - RHEL-like: `grubby --update-kernel=ALL --args/--remove-args`, the distribution's
-//!   way; without grubby, `/etc/default/grub` and `grub2-mkconfig` writing to the
-//!   configuration the firmware boots (BIOS or EFI).
+//! - Debian-like: drop-ins in `/etc/default/grub.d` appending to the distribution's
+//!   `GRUB_CMDLINE_LINUX_DEFAULT`, then `update-grub`.
+//! - RHEL-like: `grubby --update-kernel=ALL`, the distribution's way; without grubby,
+//!   `/etc/default/grub` and `grub2-mkconfig` writing to the configuration the
+//!   firmware boots (BIOS or EFI), with `--update-bls-cmdline` where the installed
+//!   grub2-mkconfig has it (RHEL 9.3+: without it, BLS entries keep their options).
 
 use std::path::PathBuf;
 
+use serde::{Deserialize, Serialize};
+
+use super::cmdline::split_cmdline;
+use super::grubby;
 use crate::command::Cmd;
 use crate::distro::Family;
 use crate::error::{Error, Result};
 use crate::host::Host;
+
+pub use super::defaults::DROP_IN_DIR;
 
 /// How this host's boot configuration takes extra kernel arguments.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -33,8 +39,23 @@ pub enum BootConfig {
     },
 }
 
-/// The Debian-like drop-in directory.
-pub const DROP_IN_DIR: &str = "/etc/default/grub.d";
+/// The kind of a [`BootConfig`], as a record keeps it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum Method {
+    /// [`BootConfig::GrubDropIns`].
+    DropIn,
+    /// [`BootConfig::Grubby`].
+    Grubby,
+    /// [`BootConfig::GrubDefault`].
+    GrubDefault,
+}
+
+/// The BLS entries directory (RHEL 8+, Fedora).
+pub const BLS_ENTRIES: &str = "/boot/loader/entries";
+
+/// The grub2-mkconfig option that rewrites BLS entries' `options` (RHEL 9.3+).
+const UPDATE_BLS_CMDLINE: &str = "--update-bls-cmdline";
 
 impl BootConfig {
     /// The boot configuration of `host`; a host without GRUB is a clear error.
@@ -63,6 +84,15 @@ impl BootConfig {
         })
     }
 
+    /// The kind of this configuration.
+    pub fn method(&self) -> Method {
+        match self {
+            BootConfig::GrubDropIns { .. } => Method::DropIn,
+            BootConfig::Grubby => Method::Grubby,
+            BootConfig::GrubDefault { .. } => Method::GrubDefault,
+        }
+    }
+
     /// Regenerates the boot configuration after a drop-in or `/etc/default/grub`
     /// changed (nothing to do with grubby, which edits the entries itself).
     pub fn regenerate(&self, host: &Host) -> Result<()> {
@@ -75,7 +105,13 @@ impl BootConfig {
                     Cmd::new("grub-mkconfig").arg("-o").arg(output.to_string_lossy())
                 }
             }
-            BootConfig::GrubDefault { output } => Cmd::new("grub2-mkconfig").arg("-o").arg(output.to_string_lossy()),
+            BootConfig::GrubDefault { output } => {
+                let mut cmd = Cmd::new("grub2-mkconfig");
+                if updates_bls_cmdline(host) {
+                    cmd = cmd.arg(UPDATE_BLS_CMDLINE);
+                }
+                cmd.arg("-o").arg(output.to_string_lossy())
+            }
         };
         log::info!("regenerating the boot configuration: {}", cmd.display());
         host.run_ok(&cmd.echo())?;
@@ -83,35 +119,91 @@ impl BootConfig {
     }
 
     /// The kernel arguments of every boot entry, as the boot configuration holds them
-    /// now: the `linux` lines of the generated grub.cfg, or `grubby --info=ALL`.
+    /// now (see [`BootConfig::read_entries`]).
     pub fn entries(&self, host: &Host) -> Result<Vec<Vec<String>>> {
-        match self {
+        Ok(self.read_entries(host)?.args)
+    }
+
+    /// The boot entries and where they were read: `grubby --info=ALL`; the `linux`
+    /// lines of the generated grub.cfg; on BLS hosts without grubby (a grub.cfg that
+    /// loads entries with `blscfg`, or has no `linux` line) the `options` lines of
+    /// `/boot/loader/entries/*.conf`, in file name order.
+    pub fn read_entries(&self, host: &Host) -> Result<Entries> {
+        let output = match self {
             BootConfig::Grubby => {
-                let out = host.run_ok(&Cmd::new("grubby").arg("--info=ALL"))?;
-                Ok(out
-                    .stdout
-                    .lines()
-                    .filter_map(|l| l.trim().strip_prefix("args="))
-                    .map(|a| split_cmdline(a.trim_matches('"')))
-                    .collect())
+                return Ok(Entries {
+                    args: grubby::entries(host)?.into_iter().map(|e| e.args).collect(),
+                    source: "`grubby --info=ALL`".to_string(),
+                });
             }
-            BootConfig::GrubDropIns { output } | BootConfig::GrubDefault { output } => {
-                let text = host.read_to_string(output)?.unwrap_or_default();
-                Ok(text
-                    .lines()
-                    .filter_map(|l| {
-                        let mut words = l.trim_start().splitn(3, char::is_whitespace);
-                        match (words.next(), words.next()) {
-                            (Some("linux" | "linuxefi" | "linux16"), Some(_kernel)) => {
-                                Some(split_cmdline(words.next().unwrap_or("")))
-                            }
-                            _ => None,
-                        }
-                    })
-                    .collect())
+            BootConfig::GrubDropIns { output } | BootConfig::GrubDefault { output } => output,
+        };
+        let text = host.read(output)?.unwrap_or_default();
+        let text = String::from_utf8_lossy(&text);
+        let linux: Vec<Vec<String>> = text.lines().filter_map(linux_line_args).collect();
+        let loads_bls = text.lines().any(|l| l.trim() == "blscfg");
+        if matches!(self, BootConfig::GrubDefault { .. }) && (loads_bls || linux.is_empty()) {
+            let bls = bls_options(host)?;
+            if !bls.is_empty() {
+                return Ok(Entries {
+                    args: bls,
+                    source: format!("{BLS_ENTRIES}/*.conf"),
+                });
             }
         }
+        Ok(Entries {
+            args: linux,
+            source: output.display().to_string(),
+        })
     }
+}
+
+/// The boot entries' kernel arguments, and where they were read (for messages).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Entries {
+    /// Each entry's arguments.
+    pub args: Vec<Vec<String>>,
+    /// Where they were read.
+    pub source: String,
+}
+
+/// The arguments of a grub.cfg `linux` line (after the kernel path).
+fn linux_line_args(line: &str) -> Option<Vec<String>> {
+    let mut words = line.trim_start().splitn(3, char::is_whitespace);
+    match (words.next(), words.next()) {
+        (Some("linux" | "linuxefi" | "linux16"), Some(_kernel)) => Some(split_cmdline(words.next().unwrap_or(""))),
+        _ => None,
+    }
+}
+
+/// The `options` of every BLS entry, in file name order.
+fn bls_options(host: &Host) -> Result<Vec<Vec<String>>> {
+    let mut names = host.list_dir(BLS_ENTRIES).unwrap_or_default();
+    names.retain(|n| n.ends_with(".conf"));
+    names.sort();
+    let mut entries = Vec::new();
+    for name in names {
+        let bytes = host.read(format!("{BLS_ENTRIES}/{name}"))?.unwrap_or_default();
+        let text = String::from_utf8_lossy(&bytes);
+        let options = text
+            .lines()
+            .find_map(|l| l.strip_prefix("options").filter(|r| r.starts_with([' ', '\t'])));
+        entries.push(options.map(split_cmdline).unwrap_or_default());
+    }
+    Ok(entries)
+}
+
+/// Whether the installed grub2-mkconfig takes `--update-bls-cmdline`: the option's
+/// name appears in the program (a shell script on every RHEL-like release). Read
+/// rather than run, so that detecting it changes nothing and costs no process.
+fn updates_bls_cmdline(host: &Host) -> bool {
+    host.which("grub2-mkconfig")
+        .and_then(|p| std::fs::read(p).ok())
+        .is_some_and(|program| {
+            program
+                .windows(UPDATE_BLS_CMDLINE.len())
+                .any(|w| w == UPDATE_BLS_CMDLINE.as_bytes())
+        })
 }
 
 /// Where `grub2-mkconfig` must write: the EFI vendor directory's grub.cfg when the
@@ -121,8 +213,8 @@ pub fn grub2_output(host: &Host) -> PathBuf {
     if host.exists("/sys/firmware/efi") {
         for vendor in host.list_dir("/boot/efi/EFI").unwrap_or_default() {
             let cfg = PathBuf::from("/boot/efi/EFI").join(&vendor).join("grub.cfg");
-            if let Ok(Some(text)) = host.read_to_string(&cfg)
-                && !is_chaining_stub(&text)
+            if let Ok(Some(bytes)) = host.read(&cfg)
+                && !is_chaining_stub(&String::from_utf8_lossy(&bytes))
             {
                 return cfg;
             }
@@ -133,93 +225,6 @@ pub fn grub2_output(host: &Host) -> PathBuf {
 
 fn is_chaining_stub(text: &str) -> bool {
     text.contains("configfile") && !text.lines().any(|l| l.trim_start().starts_with("menuentry"))
-}
-
-/// Checks one kernel argument for the boot configuration: non-empty, no whitespace,
-/// no quotes, backslashes, `$` or backticks (they would be interpreted by the shell
-/// that reads GRUB's defaults), no control characters. Returns why it is refused.
-pub fn check_arg(arg: &str) -> std::result::Result<(), String> {
-    if arg.is_empty() {
-        return Err("empty argument".into());
-    }
-    if let Some(c) = arg.chars().find(|c| c.is_whitespace() || c.is_control()) {
-        return Err(format!("contains {c:?}; give one argument per line, without spaces"));
-    }
-    if let Some(c) = arg.chars().find(|c| matches!(c, '"' | '\'' | '\\' | '$' | '`')) {
-        return Err(format!(
-            "contains {c:?}, which GRUB's shell-sourced defaults would interpret"
-        ));
-    }
-    if arg.starts_with('=') {
-        return Err("starts with '='; expected name or name=value".into());
-    }
-    Ok(())
-}
-
-/// The text of a Debian-like drop-in appending `args` to the distribution's
-/// `GRUB_CMDLINE_LINUX_DEFAULT`. `args` must have passed [`check_arg`].
-pub fn render_drop_in(header: &str, args: &[String]) -> String {
-    let mut text = String::new();
-    for line in header.lines() {
-        text.push_str("# ");
-        text.push_str(line);
-        text.push('\n');
-    }
-    text.push_str(&format!(
-        "GRUB_CMDLINE_LINUX_DEFAULT=\"${{GRUB_CMDLINE_LINUX_DEFAULT}} {}\"\n",
-        args.join(" ")
-    ));
-    text
-}
-
-/// The arguments a drop-in written by [`render_drop_in`] appends (empty for any other text).
-pub fn parse_drop_in(text: &str) -> Vec<String> {
-    text.lines()
-        .filter_map(|l| l.strip_prefix("GRUB_CMDLINE_LINUX_DEFAULT=\"${GRUB_CMDLINE_LINUX_DEFAULT}"))
-        .flat_map(|rest| split_cmdline(rest.trim_end_matches('"')))
-        .collect()
-}
-
-/// Splits a kernel command line into arguments: whitespace-separated, double quotes
-/// grouping (kept in the argument, as `/proc/cmdline` shows them).
-pub fn split_cmdline(text: &str) -> Vec<String> {
-    let mut args = Vec::new();
-    let mut current = String::new();
-    let mut quoted = false;
-    for c in text.chars() {
-        match c {
-            '"' => {
-                quoted = !quoted;
-                current.push(c);
-            }
-            c if c.is_whitespace() && !quoted => {
-                if !current.is_empty() {
-                    args.push(std::mem::take(&mut current));
-                }
-            }
-            c => current.push(c),
-        }
-    }
-    if !current.is_empty() {
-        args.push(current);
-    }
-    args
-}
-
-/// The arguments the running kernel was booted with (`/proc/cmdline`).
-pub fn running_cmdline(host: &Host) -> Result<Vec<String>> {
-    let text = host
-        .read_to_string("/proc/cmdline")?
-        .ok_or_else(|| Error::action("/proc/cmdline does not exist: is /proc mounted on this host?"))?;
-    Ok(split_cmdline(&text))
-}
-
-/// Whether `wanted` appear in `cmdline` as whole arguments and in the same relative
-/// order (so that repeated keys such as `hugepagesz=1G hugepages=4 hugepagesz=2M
-/// hugepages=512` pair up as intended).
-pub fn contains_in_order(cmdline: &[String], wanted: &[String]) -> bool {
-    let mut rest = cmdline.iter();
-    wanted.iter().all(|w| rest.any(|a| a == w))
 }
 
 #[cfg(test)]
@@ -246,7 +251,7 @@ mod tests {
                 if c.program == "grubby" {
                     return Ok(Output::exited(
                         0,
-                        "index=0\nkernel=\"/boot/vmlinuz-5.14\"\nargs=\"ro crashkernel=1G-4G:192M,4G-64G:256M rhgb quiet\"\nroot=UUID=x\nindex=1\nargs=\"ro quiet\"\n",
+                        "index=0\nkernel=\"/boot/vmlinuz-5.14\"\nargs=\"ro crashkernel=1G-4G:192M,4G-64G:256M rhgb quiet\"\nroot=UUID=x\nindex=1\nkernel=\"/boot/vmlinuz-0-rescue\"\nargs=\"ro quiet\"\n",
                     ));
                 }
                 Ok(Output::exited(0, ""))
@@ -306,44 +311,6 @@ mod tests {
     }
 
     #[test]
-    fn drop_in_appends_to_the_distribution_default_and_parses_back() {
-        let args = s(&["hugepagesz=1G", "hugepages=4", "iommu=pt"]);
-        let text = render_drop_in("written by tuning\nline two", &args);
-        assert_eq!(
-            text,
-            "# written by tuning\n# line two\nGRUB_CMDLINE_LINUX_DEFAULT=\"${GRUB_CMDLINE_LINUX_DEFAULT} hugepagesz=1G hugepages=4 iommu=pt\"\n"
-        );
-        assert_eq!(parse_drop_in(&text), args);
-        assert!(parse_drop_in("GRUB_CMDLINE_LINUX_DEFAULT=\"quiet\"\n").is_empty());
-    }
-
-    #[test]
-    fn refuses_arguments_a_shell_would_interpret() {
-        for good in [
-            "quiet",
-            "crashkernel=1G-4G:192M,4G-:256M",
-            "isolcpus=2-7",
-            "console=ttyS0,115200n8",
-        ] {
-            assert!(check_arg(good).is_ok(), "{good}");
-        }
-        for bad in [
-            "",
-            "a b",
-            "a\"b",
-            "x='1'",
-            "a\\b",
-            "$(reboot)",
-            "`id`",
-            "a\nb",
-            "=1",
-            "a\0b",
-        ] {
-            assert!(check_arg(bad).is_err(), "{bad:?}");
-        }
-    }
-
-    #[test]
     fn reads_boot_entries_from_grub_cfg_and_grubby() {
         let (_d, h) = host_with(&["grubby"]);
         let entries = BootConfig::Grubby.entries(&h).unwrap();
@@ -365,22 +332,30 @@ mod tests {
     }
 
     #[test]
-    fn cmdline_tokens_are_whole_and_ordered() {
-        let cmd = split_cmdline(
-            "BOOT_IMAGE=/vmlinuz ro quiet dyndbg=\"file x.c +p\" hugepagesz=1G hugepages=4 hugepagesz=2M hugepages=512\n",
-        );
-        assert_eq!(cmd[3], "dyndbg=\"file x.c +p\"");
-        assert!(contains_in_order(
-            &cmd,
-            &s(&["hugepagesz=1G", "hugepages=4", "hugepagesz=2M", "hugepages=512"])
-        ));
-        assert!(
-            !contains_in_order(&cmd, &s(&["hugepagesz=2M", "hugepages=4"])),
-            "order matters"
-        );
-        assert!(
-            !contains_in_order(&s(&["crashkernel=1256M"]), &s(&["crashkernel=256M"])),
-            "whole tokens only"
+    fn bls_hosts_are_read_from_their_entries_options() {
+        let (_d, h) = host_with(&["grub2-mkconfig"]);
+        let cfg = BootConfig::GrubDefault {
+            output: "/boot/grub2/grub.cfg".into(),
+        };
+        h.write("/boot/grub2/grub.cfg", b"insmod blscfg\nblscfg\n", 0o644)
+            .unwrap();
+        h.write(
+            "/boot/loader/entries/b-5.14.conf",
+            b"title RHEL\nlinux /vmlinuz-5.14\noptions root=/dev/x ro crashkernel=256M\n",
+            0o644,
+        )
+        .unwrap();
+        h.write(
+            "/boot/loader/entries/a-rescue.conf",
+            b"title rescue\noptions\tro\n",
+            0o644,
+        )
+        .unwrap();
+        h.write("/boot/loader/entries/README", b"options not an entry\n", 0o644)
+            .unwrap();
+        assert_eq!(
+            cfg.entries(&h).unwrap(),
+            vec![s(&["ro"]), s(&["root=/dev/x", "ro", "crashkernel=256M"])]
         );
     }
 
