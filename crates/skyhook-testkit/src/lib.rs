@@ -14,6 +14,13 @@ use std::process::Command;
 
 pub use skyhook_core;
 
+pub mod hostile;
+pub mod killpoint;
+mod limited;
+mod saved;
+
+pub use limited::Outcome;
+
 /// A simulated node for one package binary.
 pub struct Node {
     _dir: tempfile::TempDir,
