@@ -221,8 +221,18 @@ impl<'a> KillPoints<'a> {
     fn state(&self) -> State {
         let mut ignore: Vec<&str> = vec!["calls.log"];
         ignore.extend(self.ignore.iter().map(String::as_str));
+        let root = self.node.snapshot();
+        let texts = root
+            .0
+            .keys()
+            .filter_map(|p| {
+                let bytes = std::fs::read(self.node.root().join(p)).ok()?;
+                (bytes.len() <= 16 << 10).then(|| (p.clone(), String::from_utf8_lossy(&bytes).into_owned()))
+            })
+            .collect();
         State {
-            root: self.node.snapshot(),
+            texts,
+            root,
             copy_dir: Tree::of(self.node.copy_dir()),
             stand_ins: Tree::of_except(self.node.commands_dir(), &ignore),
         }
@@ -256,16 +266,23 @@ impl std::fmt::Display for Report {
     }
 }
 
-/// Everything a converged rerun must reproduce.
+/// Everything a converged rerun must reproduce, plus the text of the host's small
+/// files to show how a changed one differs.
 struct State {
     root: Tree,
     copy_dir: Tree,
     stand_ins: Tree,
+    texts: std::collections::BTreeMap<std::path::PathBuf, String>,
 }
 
 impl State {
     fn diff(&self, other: &State) -> Vec<String> {
-        let mut out = self.root.diff(&other.root);
+        let mut out: Vec<String> = self
+            .root
+            .diff(&other.root)
+            .into_iter()
+            .map(|d| self.explain(other, d))
+            .collect();
         for (label, d) in [
             ("copy dir", self.copy_dir.diff(&other.copy_dir)),
             ("stand-ins", self.stand_ins.diff(&other.stand_ins)),
@@ -273,6 +290,25 @@ impl State {
             out.extend(d.into_iter().map(|l| format!("{label} {l}")));
         }
         out
+    }
+}
+
+impl State {
+    /// `d` (a [`Tree::diff`] line) with the first line that differs, for a changed text file.
+    fn explain(&self, other: &State, d: String) -> String {
+        let Some(path) = d.strip_prefix("changed: /") else {
+            return d;
+        };
+        let (Some(a), Some(b)) = (
+            self.texts.get(std::path::Path::new(path)),
+            other.texts.get(std::path::Path::new(path)),
+        ) else {
+            return d;
+        };
+        match a.lines().zip(b.lines()).find(|(x, y)| x != y) {
+            Some((x, y)) => format!("{d}: expected {:?}, found {:?}", x, y),
+            None => format!("{d}: {} lines expected, {} found", a.lines().count(), b.lines().count()),
+        }
     }
 }
 
