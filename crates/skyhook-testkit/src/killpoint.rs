@@ -312,8 +312,12 @@ impl State {
     }
 }
 
-/// The mutating calls of a strace log (`-y`, one process), with per-name ordinals.
+/// The mutating calls of a strace log (`-y`, one process), with per-name ordinals;
+/// writes to the stand-ins' call log are left out.
 pub fn mutating_calls(log: &str, node: &Node) -> Vec<Call> {
+    // The simulation's own bookkeeping (the call log the host layer appends to before
+    // each command) is not the package's: no kill point there.
+    let calls_log = node.commands_dir().join("calls.log").display().to_string();
     let mut seen = std::collections::BTreeMap::<String, usize>::new();
     let mut calls = Vec::new();
     for line in log.lines() {
@@ -328,7 +332,7 @@ pub fn mutating_calls(log: &str, node: &Node) -> Vec<Call> {
         }
         let ordinal = seen.entry(name.to_string()).or_default();
         *ordinal += 1;
-        if is_mutating(name, args, *ordinal) {
+        if is_mutating(name, args, *ordinal) && !line.contains(&calls_log) {
             calls.push(Call {
                 index: calls.len(),
                 name: name.to_string(),
