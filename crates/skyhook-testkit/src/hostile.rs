@@ -21,7 +21,7 @@ use crate::{Node, Tree, limited};
 pub const OUTPUT_LIMIT: usize = 64 * 1024;
 
 /// How long one case may run: a step that waits on a FIFO fails the case.
-const CASE_LIMIT: Duration = Duration::from_secs(10);
+const CASE_LIMIT: Duration = Duration::from_secs(5);
 
 /// Content of the file outside `configmaps/` that [`Input::LinkOutside`] points to:
 /// it must never appear in the output.
@@ -194,14 +194,14 @@ impl<'a> Corpus<'a> {
             why.push("echoed the content of a file outside configmaps/".into());
         }
         for text in case.expect.iter().filter(|t| !out.output.contains(t.as_str())) {
-            why.push(format!("output lacks {:?}", bounded(text)));
+            why.push(format!("output lacks {:?}", bounded(text, 200)));
         }
         let diff = diff(&before, &self.state());
         if !diff.is_empty() {
             why.push(format!("the node changed: {}", diff.join(", ")));
         }
         if !why.is_empty() {
-            why.push(format!("output: {:?}", bounded(&out.output)));
+            why.push(format!("output: {:?}", bounded(&out.output, 1500)));
         }
         why
     }
@@ -216,7 +216,10 @@ impl<'a> Corpus<'a> {
             match input {
                 Input::Key(key, value) => std::fs::write(configmaps.join(key), value).expect("write key"),
                 Input::Fifo(key) => make_fifo(&configmaps.join(key)),
-                Input::Dir(key) => std::fs::create_dir_all(configmaps.join(key)).expect("key dir"),
+                Input::Dir(key) => {
+                    let _ = std::fs::remove_file(configmaps.join(key));
+                    std::fs::create_dir_all(configmaps.join(key)).expect("key dir")
+                }
                 Input::LinkDevice(key, dev) => symlink(dev.as_ref(), &configmaps.join(key)),
                 Input::LinkOutside(key) => {
                     std::fs::write(&secret, format!("{SECRET}\n")).expect("write the outside file");
@@ -322,6 +325,54 @@ pub fn environment_cases(mode: &str) -> Vec<Case> {
     ]
 }
 
+/// The cases of the versions the agent gives an upgrade step (`mode`: `upgrade`):
+/// `PREVIOUS_VERSION` and `CURRENT_VERSION` missing, empty, not semver, huge.
+pub fn version_cases(mode: &str) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for (var, other, valid) in [
+        ("PREVIOUS_VERSION", "CURRENT_VERSION", "2.0.0"),
+        ("CURRENT_VERSION", "PREVIOUS_VERSION", "1.0.0"),
+    ] {
+        let case = |name: &str| Case::new(&format!("{var} {name}"), mode).input(Input::Env(other.into(), valid.into()));
+        cases.extend([
+            case("missing").input(Input::Unset(var.into())).says(var),
+            case("empty").env(var, ""),
+            case("with a v").env(var, "v1.2.3").says("v1.2.3"),
+            case("with a leading zero").env(var, "01.2.3").says("01.2.3"),
+            case("shell metacharacters")
+                .env(var, "1.0.0;reboot")
+                .says("1.0.0;reboot"),
+            case("100k characters")
+                .env(var, format!("1.0.0;{}", "r".repeat(100_000)))
+                .says("1.0.0;rrrrrrrrrr"),
+            case("not UTF-8").env(var, OsString::from_vec(b"1.0.\xff".to_vec())),
+        ]);
+    }
+    cases
+}
+
+/// The cases of the package-manager retry settings (`SKYHOOK_PKG_ATTEMPTS`,
+/// `SKYHOOK_PKG_RETRY_PAUSE`) for a mode that installs or removes a package.
+pub fn package_manager_cases(mode: &str) -> Vec<Case> {
+    let mut cases = Vec::new();
+    for (var, values) in [
+        (
+            "SKYHOOK_PKG_ATTEMPTS",
+            &["0", "-1", "three", "1.5", "99999999999999999999999"][..],
+        ),
+        (
+            "SKYHOOK_PKG_RETRY_PAUSE",
+            &["-1", "soon", "1e400", "99999999999999999999999"][..],
+        ),
+    ] {
+        for value in values {
+            cases.push(Case::new(&format!("{var}={value}"), mode).env(var, *value).says(value));
+        }
+        cases.push(Case::new(&format!("{var} 100k characters"), mode).env(var, "9".repeat(100_000)));
+    }
+    cases
+}
+
 /// The configMap-file cases for `key` (a key the package reads in `mode`): not a
 /// regular file, a link leaving `configmaps/`, endless, and larger than the limit.
 pub fn file_cases(key: &str, mode: &str, big_line: &str) -> Vec<Case> {
@@ -343,9 +394,9 @@ pub fn file_cases(key: &str, mode: &str, big_line: &str) -> Vec<Case> {
     ]
 }
 
-/// At most 200 characters of `text`, for messages.
-fn bounded(text: &str) -> String {
-    let mut s: String = text.chars().take(200).collect();
+/// At most `max` characters of `text`, for messages.
+fn bounded(text: &str, max: usize) -> String {
+    let mut s: String = text.chars().take(max).collect();
     if s.len() < text.len() {
         s.push_str(&format!("… ({} bytes)", text.len()));
     }
@@ -353,6 +404,7 @@ fn bounded(text: &str) -> String {
 }
 
 fn make_fifo(path: &std::path::Path) {
+    let _ = std::fs::remove_file(path);
     let status = Command::new("mkfifo").arg(path).status().expect("mkfifo");
     assert!(status.success(), "mkfifo {}", path.display());
 }
