@@ -64,7 +64,9 @@ fn configured(distro: Distro) -> Node {
 
 fn corpus(distro: Distro, cases: Vec<Case>) {
     let node = configured(distro);
-    Corpus::new(&node).run(&cases).assert_passed();
+    let report = Corpus::new(&node).run(&cases);
+    eprintln!("kdump corpus: {} case(s)", report.cases);
+    report.assert_passed();
 }
 
 fn crashkernel_cases() -> Vec<Case> {

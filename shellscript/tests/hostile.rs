@@ -51,7 +51,9 @@ const DURATIONS: &[&str] = &[
 fn corpus(cases: Vec<Case>) {
     let n = node();
     n.configmap("config.sh", CONFIG).configmap("upgrade.sh", CONFIG);
-    Corpus::new(&n).run(&cases).assert_passed();
+    let report = Corpus::new(&n).run(&cases);
+    eprintln!("shellscript corpus: {} case(s)", report.cases);
+    report.assert_passed();
 }
 
 #[test]

@@ -151,7 +151,9 @@ fn configured() -> Node {
 
 fn corpus(cases: Vec<Case>) {
     let node = configured();
-    Corpus::new(&node).run(&cases).assert_passed();
+    let report = Corpus::new(&node).run(&cases);
+    eprintln!("tuned corpus: {} case(s)", report.cases);
+    report.assert_passed();
 }
 
 #[test]

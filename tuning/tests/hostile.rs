@@ -158,6 +158,7 @@ fn huge(key: &str, line: &str) -> Vec<Case> {
 fn corpus(cases: Vec<Case>) -> usize {
     let n = configured();
     let report = Corpus::new(&n).run(&cases);
+    eprintln!("tuning corpus: {} case(s)", report.cases);
     report.assert_passed();
     report.cases
 }
