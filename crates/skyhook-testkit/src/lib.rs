@@ -5,6 +5,9 @@
 //! (`SKYHOOK_HOST_COMMANDS`) whose every call is logged. [`Node::run`] runs the
 //! package's real binary with the environment the agent gives a step, so tests prove
 //! exit codes, messages and file effects without touching this machine.
+//! [`killpoint`] kills a mode at each of its mutating system calls and requires the
+//! rerun to converge; [`hostile`] plays a table of hostile inputs and requires a clean
+//! refusal with the node unchanged.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -15,6 +18,12 @@ use std::process::Command;
 pub use skyhook_core;
 
 pub mod boot_tools;
+pub mod hostile;
+pub mod killpoint;
+mod limited;
+mod saved;
+
+pub use limited::Outcome;
 
 /// A simulated node for one package binary.
 pub struct Node {

@@ -12,6 +12,8 @@ use std::time::SystemTime;
 
 pub use skyhook_testkit::{Node, Run};
 
+pub mod bash;
+
 /// The package name in the SCR.
 pub const NAME: &str = "gpu";
 

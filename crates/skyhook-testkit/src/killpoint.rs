@@ -1,0 +1,396 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The kill-point harness (crash consistency): runs a mode once under `strace` to
+//! list the step's mutating system calls, then, for each of them (or every Nth),
+//! starts again from the same tree, has strace kill the step with SIGKILL at exactly
+//! that call, runs the mode again normally and requires the node to end exactly where
+//! the uninterrupted run ended: same host tree (contents, modes, symlinks, live
+//! values in the fake `/proc/sys`, package state), same stand-in state, no
+//! `*.skyhook-tmp*` file anywhere, and the check mode passing.
+//!
+//! Only the step's own process is traced (not `-f`): its helper threads only relay
+//! command output, and killing a stand-in would simulate a failing tool, not a killed
+//! step. Legitimately different, hence not compared: the stand-ins' call log
+//! (`calls.log`), timestamps (a [`Tree`] holds none) and whatever a scenario lists
+//! with [`KillPoints::ignoring`] (e.g. a stand-in's log of service restarts).
+
+use std::path::Path;
+use std::process::Command;
+use std::time::Duration;
+
+use crate::saved::Saved;
+use crate::{Node, Tree, limited};
+
+/// System calls that change the node, the way strace spells them (`?`: may not
+/// exist on this architecture).
+const MUTATING: &str = "?rename,?renameat,renameat2,?unlink,unlinkat,?mkdir,mkdirat,?rmdir,\
+write,pwrite64,writev,fsync,fdatasync,fchmod,fchmodat,?fchmodat2,?chmod,openat,?open,?creat,\
+execve,clone,clone3,?fork,?vfork,?symlink,symlinkat,?link,linkat,ftruncate,?truncate";
+
+/// How long one run of a step may take before the harness calls it hung.
+const STEP_LIMIT: Duration = Duration::from_secs(60);
+
+/// One mutating system call of the uninterrupted run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Call {
+    /// Position among the run's mutating calls (0-based).
+    pub index: usize,
+    /// The system call's name (`openat`).
+    pub name: String,
+    /// Which invocation of that system call it is (1-based, counting every
+    /// invocation, mutating or not): strace's `when=`.
+    pub ordinal: usize,
+    /// The strace line, node paths shortened to host paths.
+    pub line: String,
+}
+
+/// A kill-point campaign over one mode of one node, configured by its builder methods.
+pub struct KillPoints<'a> {
+    node: &'a Node,
+    mode: String,
+    check: Option<String>,
+    at_most: usize,
+    ignore: Vec<String>,
+}
+
+/// What a campaign found.
+#[derive(Debug, Clone)]
+pub struct Report {
+    /// The mode run.
+    pub mode: String,
+    /// How many mutating system calls the uninterrupted run made.
+    pub mutating: usize,
+    /// Every how many of them a kill point was placed.
+    pub stride: usize,
+    /// Kill points tried.
+    pub tried: usize,
+    /// Kill points after which the rerun converged.
+    pub converged: usize,
+    /// One description per kill point that did not converge.
+    pub failures: Vec<String>,
+}
+
+impl<'a> KillPoints<'a> {
+    /// A campaign over `mode` on `node`, whose current tree is the starting point
+    /// of every run (the node is put back to it after the campaign).
+    pub fn new(node: &'a Node, mode: &str) -> Self {
+        KillPoints {
+            node,
+            mode: mode.into(),
+            check: None,
+            at_most: 40,
+            ignore: Vec::new(),
+        }
+    }
+
+    /// The check mode that must pass after convergence (`config-check`).
+    pub fn check(mut self, mode: &str) -> Self {
+        self.check = Some(mode.into());
+        self
+    }
+
+    /// At most `n` kill points: every Nth mutating call, N chosen to stay within `n`.
+    pub fn at_most(mut self, n: usize) -> Self {
+        self.at_most = n.max(1);
+        self
+    }
+
+    /// Leaves a stand-in file (relative to the commands directory) out of the
+    /// comparison, because a rerun legitimately changes it.
+    pub fn ignoring(mut self, path: &str) -> Self {
+        self.ignore.push(path.into());
+        self
+    }
+
+    /// Runs the campaign; the node ends as it started.
+    pub fn run(self) -> Report {
+        let saved = Saved::of(self.node);
+        let calls = self.enumerate();
+        let expected = self.state();
+        self.require_check("the uninterrupted run");
+        let stride = calls.len().div_ceil(self.at_most).max(1);
+        let mut report = Report {
+            mode: self.mode.clone(),
+            mutating: calls.len(),
+            stride,
+            tried: 0,
+            converged: 0,
+            failures: Vec::new(),
+        };
+        for call in calls.iter().step_by(stride) {
+            saved.restore();
+            report.tried += 1;
+            match self.kill_and_rerun(call, &expected) {
+                Ok(()) => report.converged += 1,
+                Err(why) => report.failures.push(format!("kill at {}: {why}", describe(call))),
+            }
+        }
+        saved.restore();
+        report
+    }
+
+    /// The uninterrupted run under strace: its mutating calls. Panics when it fails.
+    fn enumerate(&self) -> Vec<Call> {
+        let log = self.node.copy_dir().parent().expect("node dir").join("strace.log");
+        let out = limited::run(
+            self.straced(&["-y", "-e", &format!("trace={MUTATING}")], &log),
+            STEP_LIMIT,
+        );
+        assert_eq!(
+            out.code,
+            Some(0),
+            "the uninterrupted {} must succeed before kill points mean anything:\n{}",
+            self.mode,
+            out.output
+        );
+        let text = std::fs::read_to_string(&log).expect("strace log");
+        let _ = std::fs::remove_file(&log);
+        let calls = mutating_calls(&text, self.node);
+        assert!(!calls.is_empty(), "{}: strace saw no mutating call:\n{text}", self.mode);
+        calls
+    }
+
+    /// Kills the step at `call`, reruns the mode, compares with `expected`.
+    fn kill_and_rerun(&self, call: &Call, expected: &State) -> Result<(), String> {
+        let inject = format!("inject={}:signal=KILL:when={}", call.name, call.ordinal);
+        let trace = format!("trace={}", call.name);
+        let dev_null = Path::new("/dev/null");
+        let killed = limited::run(self.straced(&["-e", &trace, "-e", &inject], dev_null), STEP_LIMIT);
+        if killed.code != Some(128 + 9) {
+            return Err(format!("the step was not killed there (exit {:?})", killed.code));
+        }
+        let rerun = limited::run(self.node.command(&self.mode), STEP_LIMIT);
+        if rerun.code != Some(0) {
+            return Err(format!(
+                "the rerun exited {:?}:\n{}",
+                rerun.code,
+                excerpt(&rerun.output)
+            ));
+        }
+        let temporaries = temporaries(self.node);
+        if !temporaries.is_empty() {
+            return Err(format!("temporaries left: {}", temporaries.join(", ")));
+        }
+        let diff = expected.diff(&self.state());
+        if !diff.is_empty() {
+            return Err(format!(
+                "the node differs from the uninterrupted run:\n    {}",
+                diff.join("\n    ")
+            ));
+        }
+        match &self.check {
+            Some(check) => self.check_passes(check),
+            None => Ok(()),
+        }
+    }
+
+    fn require_check(&self, after: &str) {
+        if let Some(check) = &self.check {
+            if let Err(why) = self.check_passes(check) {
+                panic!("after {after}: {why}");
+            }
+        }
+    }
+
+    fn check_passes(&self, check: &str) -> Result<(), String> {
+        let out = limited::run(self.node.command(check), STEP_LIMIT);
+        match out.code {
+            Some(0) => Ok(()),
+            code => Err(format!("{check} exited {code:?}:\n{}", excerpt(&out.output))),
+        }
+    }
+
+    /// The step's command run by strace with `options`, trace written to `log`.
+    fn straced(&self, options: &[&str], log: &Path) -> Command {
+        let step = self.node.command(&self.mode);
+        let mut c = Command::new("strace");
+        c.args(["-qq", "-o"])
+            .arg(log)
+            .args(options)
+            .arg("--")
+            .arg(step.get_program());
+        c.args(step.get_args()).env_clear();
+        for (k, v) in step.get_envs() {
+            if let Some(v) = v {
+                c.env(k, v);
+            }
+        }
+        c.current_dir(step.get_current_dir().expect("the step's working directory"));
+        c
+    }
+
+    fn state(&self) -> State {
+        let mut ignore: Vec<&str> = vec!["calls.log"];
+        ignore.extend(self.ignore.iter().map(String::as_str));
+        let root = self.node.snapshot();
+        let texts = root
+            .0
+            .keys()
+            .filter_map(|p| {
+                let bytes = std::fs::read(self.node.root().join(p)).ok()?;
+                (bytes.len() <= 16 << 10).then(|| (p.clone(), String::from_utf8_lossy(&bytes).into_owned()))
+            })
+            .collect();
+        State {
+            texts,
+            root,
+            copy_dir: Tree::of(self.node.copy_dir()),
+            stand_ins: Tree::of_except(self.node.commands_dir(), &ignore),
+        }
+    }
+}
+
+impl Report {
+    /// Asserts that every kill point tried converged, listing those that did not.
+    #[track_caller]
+    pub fn assert_converged(&self) {
+        assert!(
+            self.failures.is_empty(),
+            "{}: {} of {} kill point(s) did not converge ({} mutating calls, every {}th tried):\n{}",
+            self.mode,
+            self.failures.len(),
+            self.tried,
+            self.mutating,
+            self.stride,
+            self.failures.join("\n")
+        );
+    }
+}
+
+impl std::fmt::Display for Report {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(
+            f,
+            "{}: {} mutating calls, {} kill points tried (every {}), {} converged",
+            self.mode, self.mutating, self.tried, self.stride, self.converged
+        )
+    }
+}
+
+/// Everything a converged rerun must reproduce, plus the text of the host's small
+/// files to show how a changed one differs.
+struct State {
+    root: Tree,
+    copy_dir: Tree,
+    stand_ins: Tree,
+    texts: std::collections::BTreeMap<std::path::PathBuf, String>,
+}
+
+impl State {
+    fn diff(&self, other: &State) -> Vec<String> {
+        let mut out: Vec<String> = self
+            .root
+            .diff(&other.root)
+            .into_iter()
+            .map(|d| self.explain(other, d))
+            .collect();
+        for (label, d) in [
+            ("copy dir", self.copy_dir.diff(&other.copy_dir)),
+            ("stand-ins", self.stand_ins.diff(&other.stand_ins)),
+        ] {
+            out.extend(d.into_iter().map(|l| format!("{label} {l}")));
+        }
+        out
+    }
+}
+
+impl State {
+    /// `d` (a [`Tree::diff`] line) with the first line that differs, for a changed text file.
+    fn explain(&self, other: &State, d: String) -> String {
+        let Some(path) = d.strip_prefix("changed: /") else {
+            return d;
+        };
+        let (Some(a), Some(b)) = (
+            self.texts.get(std::path::Path::new(path)),
+            other.texts.get(std::path::Path::new(path)),
+        ) else {
+            return d;
+        };
+        match a.lines().zip(b.lines()).find(|(x, y)| x != y) {
+            Some((x, y)) => format!("{d}: expected {:?}, found {:?}", x, y),
+            None => format!("{d}: {} lines expected, {} found", a.lines().count(), b.lines().count()),
+        }
+    }
+}
+
+/// The mutating calls of a strace log (`-y`, one process), with per-name ordinals;
+/// writes to the stand-ins' call log are left out.
+pub fn mutating_calls(log: &str, node: &Node) -> Vec<Call> {
+    // The simulation's own bookkeeping (the call log the host layer appends to before
+    // each command) is not the package's: no kill point there.
+    let calls_log = node.commands_dir().join("calls.log").display().to_string();
+    let mut seen = std::collections::BTreeMap::<String, usize>::new();
+    let mut calls = Vec::new();
+    for line in log.lines() {
+        let Some((name, args)) = line.split_once('(') else {
+            continue;
+        };
+        if line.starts_with("---")
+            || line.starts_with("+++")
+            || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
+        {
+            continue;
+        }
+        let ordinal = seen.entry(name.to_string()).or_default();
+        *ordinal += 1;
+        if is_mutating(name, args, *ordinal) && !line.contains(&calls_log) {
+            calls.push(Call {
+                index: calls.len(),
+                name: name.to_string(),
+                ordinal: *ordinal,
+                line: shorten(line, node),
+            });
+        }
+    }
+    calls
+}
+
+/// Whether one traced call changes the node: writes only to files (not pipes,
+/// terminals or devices), opens only with `O_CREAT`, never the step's own `execve`.
+fn is_mutating(name: &str, args: &str, ordinal: usize) -> bool {
+    match name {
+        "write" | "pwrite64" | "writev" => {
+            let fd_path = args
+                .split_once('<')
+                .and_then(|(_, rest)| rest.split_once('>'))
+                .map(|(p, _)| p);
+            fd_path.is_some_and(|p| p.starts_with('/') && !p.starts_with("/dev/"))
+        }
+        "openat" | "open" => args.contains("O_CREAT"),
+        "execve" => ordinal > 1,
+        _ => true,
+    }
+}
+
+/// Every `*.skyhook-tmp*` path anywhere in the node.
+fn temporaries(node: &Node) -> Vec<String> {
+    let mut out = Vec::new();
+    for dir in [node.root(), node.copy_dir()] {
+        for p in Tree::of(dir).0.keys() {
+            if p.to_string_lossy().contains(".skyhook-tmp") {
+                out.push(format!("/{}", p.display()));
+            }
+        }
+    }
+    out
+}
+
+fn describe(call: &Call) -> String {
+    format!(
+        "mutating call #{} ({} #{}): {}",
+        call.index, call.name, call.ordinal, call.line
+    )
+}
+
+/// A strace line with the node's directories written as the host would see them.
+fn shorten(line: &str, node: &Node) -> String {
+    let line = line.replace(&node.root().display().to_string(), "");
+    let line = line.replace(&node.copy_dir().display().to_string(), "$SKYHOOK_DIR");
+    let line = line.replace(&node.commands_dir().display().to_string(), "<stand-ins>");
+    line.chars().take(300).collect()
+}
+
+/// The first lines of an output, for failure messages.
+fn excerpt(output: &str) -> String {
+    let lines: Vec<&str> = output.lines().take(12).collect();
+    lines.join("\n")
+}

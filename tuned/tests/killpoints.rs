@@ -1,0 +1,59 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Crash consistency (issue 12): apply (installing tuned), config (first deploy and a
+//! reconcile to another configMap) and uninstall are killed at their mutating system
+//! calls (skyhook_testkit::killpoint), rerun, and must end exactly where an
+//! uninterrupted run ends, with the check mode passing.
+
+mod common;
+
+use common::*;
+use skyhook_testkit::Node;
+use skyhook_testkit::killpoint::KillPoints;
+
+/// Kill points per scenario: every mutating call today (the largest scenario makes
+/// fewer than 100); past this, every Nth, so a new scenario stays within budget.
+const AT_MOST: usize = 200;
+
+fn campaign(node: &Node, mode: &str, check: &str) {
+    let report = KillPoints::new(node, mode).check(check).at_most(AT_MOST).run();
+    eprintln!("tuned {report}");
+    report.assert_converged();
+}
+
+fn applied() -> Node {
+    let node = debian(None);
+    node.run("apply").expect_code(0);
+    node
+}
+
+#[test]
+fn apply_installing_tuned_converges_after_a_kill() {
+    campaign(&debian(None), "apply", "apply-check");
+}
+
+#[test]
+fn config_deploying_profiles_converges_after_a_kill() {
+    let node = applied();
+    readme_configmap(&node);
+    campaign(&node, "config", "config-check");
+}
+
+#[test]
+fn config_reconciling_to_another_configmap_converges_after_a_kill() {
+    let node = applied();
+    readme_configmap(&node);
+    node.run("config").expect_code(0);
+    node.clear_configmaps().configmap("tuned_profile", "gpu").configmap(
+        "gpu",
+        "[main]\ninclude=throughput-performance\n\n[sysctl]\nvm.swappiness=5\n",
+    );
+    campaign(&node, "config", "config-check");
+}
+
+#[test]
+fn uninstall_converges_after_a_kill() {
+    let node = applied();
+    readme_configmap(&node);
+    node.run("config").expect_code(0);
+    campaign(&node, "uninstall", "uninstall-check");
+}

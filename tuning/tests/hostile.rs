@@ -1,0 +1,244 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The hostile-input corpus (issue 12): every configMap key and environment variable
+//! the package reads, fed what a careful attacker would try, on a configured node.
+//! Each case must exit 2 without a panic, print under 64 KiB naming the key (the
+//! line and an excerpt where there is one) and leave the node byte-identical
+//! (skyhook_testkit::hostile). Each table is data: add a row to add a case.
+
+mod common;
+
+use common::*;
+use skyhook_testkit::hostile::{self, Case, Corpus};
+
+/// One bad value: (what it tries, the value, the line named, an excerpt the message
+/// quotes; empty for bytes a message can only show escaped).
+type Row = (&'static str, &'static [u8], usize, &'static str);
+
+const SYSCTL: &[Row] = &[
+    ("NUL byte", b"vm.swappiness = 1\0\n", 1, "vm.swappiness"),
+    ("not UTF-8", b"vm.swappiness = 1\xff\xfe\n", 1, ""),
+    ("CRLF line ending", b"vm.swappiness = 10\r\n", 1, "vm.swappiness"),
+    ("BOM", b"\xef\xbb\xbfvm.swappiness = 10\n", 1, "vm.swappiness"),
+    (
+        "escape sequence",
+        b"# ok\nvm.swappiness = 1\x1b[2J\n",
+        2,
+        "vm.swappiness",
+    ),
+    ("no =", b"vm.swappiness 10\n", 1, "vm.swappiness 10"),
+    ("empty key", b"= 10\n", 1, "= 10"),
+    ("empty value", b"vm.swappiness =\n", 1, "vm.swappiness"),
+    (
+        "glob",
+        b"net.ipv4.conf.*.rp_filter = 1\n",
+        1,
+        "net.ipv4.conf.*.rp_filter",
+    ),
+    ("unknown key", b"vm.no_such_key = 1\n", 1, "vm.no_such_key"),
+    ("a directory of keys", b"vm = 1\n", 1, "vm"),
+    ("traversal with /", b"../../etc/passwd = x\n", 1, "../../etc/passwd"),
+    (
+        "traversal inside a key",
+        b"vm/../../../etc/shadow = 1\n",
+        1,
+        "vm/../../../etc/shadow",
+    ),
+    ("traversal with dots", b"vm....etc.shadow = 1\n", 1, "vm....etc.shadow"),
+    ("root as key", b"/ = 1\n", 1, "/"),
+    (
+        "shell metacharacters in the key",
+        b"vm.swappiness;reboot = 1\n",
+        1,
+        "vm.swappiness;reboot",
+    ),
+    ("second line bad", b"vm.swappiness = 10\nbogus line\n", 2, "bogus line"),
+];
+
+const ULIMIT: &[Row] = &[
+    ("unknown item", b"bogus=1\n", 1, "bogus"),
+    ("not a number", b"nofile=lots\n", 1, "lots"),
+    ("negative", b"nofile=-1\n", 1, "-1"),
+    (
+        "beyond 64 bits",
+        b"nofile=99999999999999999999999\n",
+        1,
+        "99999999999999999999999",
+    ),
+    ("nice out of range", b"nice=99\n", 1, "99"),
+    ("no =", b"nofile 1024\n", 1, "nofile 1024"),
+    ("NUL byte", b"nofile=1024\0\n", 1, "nofile"),
+    ("not UTF-8", b"nofile=10\xff\n", 1, ""),
+    ("CRLF line ending", b"nofile=1024\r\n", 1, "nofile"),
+    ("BOM", b"\xef\xbb\xbfnofile=1024\n", 1, "nofile"),
+    ("shell metacharacters", b"nofile=1024;reboot\n", 1, "1024;reboot"),
+    (
+        "limits.conf injection",
+        b"nofile=1024 * hard core unlimited\n",
+        1,
+        "1024 * hard core",
+    ),
+];
+
+const GRUB: &[Row] = &[
+    ("; on the linux line", b"quiet;reboot\n", 1, "quiet;reboot"),
+    ("|", b"a|b\n", 1, "a|b"),
+    ("&", b"a&b\n", 1, "a&b"),
+    ("{", b"a{b\n", 1, "a{b"),
+    ("}", b"a}b\n", 1, "a}b"),
+    ("<", b"a<b\n", 1, "a<b"),
+    (">", b"a>b\n", 1, "a>b"),
+    ("inline #", b"hugepages=4 # note\n", 1, "#"),
+    ("#", b"hugepages=4#note\n", 1, "hugepages=4#note"),
+    ("$(…)", b"x=$(reboot)\n", 1, "$(reboot)"),
+    ("${…}", b"x=${GRUB_CMDLINE_LINUX}\n", 1, "GRUB_CMDLINE_LINUX"),
+    ("backtick", b"x=`reboot`\n", 1, "reboot"),
+    ("double quote", b"x=\"a\"\n", 1, "x="),
+    ("single quote", b"x='a'\n", 1, "x="),
+    ("backslash", b"x=a\\\n", 1, "x=a"),
+    ("*", b"x=*\n", 1, "x=*"),
+    ("?", b"x=?\n", 1, "x=?"),
+    ("[", b"x=[a]\n", 1, "x=[a]"),
+    ("(", b"x=(a)\n", 1, "x=(a)"),
+    ("starting with =", b"=x\n", 1, "=x"),
+    ("NUL byte", b"quiet\0reboot\n", 1, "quiet"),
+    ("CR", b"quiet\r\n", 1, "quiet"),
+    ("not UTF-8", b"x=\xff\n", 1, ""),
+    ("BOM", b"\xef\xbb\xbfquiet\n", 1, "quiet"),
+    ("second line bad", b"iommu=pt\nquiet;reboot\n", 2, "quiet;reboot"),
+];
+
+const DROPIN: &[Row] = &[
+    ("Limit* under [Unit]", b"[Unit]\nLimitNOFILE=lots\n", 2, "LimitNOFILE"),
+    (
+        "bad Limit* under [Service]",
+        b"[Service]\nLimitNOFILE=lots\n",
+        2,
+        "lots",
+    ),
+    ("unknown Limit*", b"[Service]\nLimitBOGUS=1\n", 2, "LimitBOGUS"),
+    ("key before a section", b"LimitNOFILE=1\n", 1, "LimitNOFILE"),
+    ("unknown section", b"[Bogus]\nX=1\n", 1, "Bogus"),
+    ("line without =", b"[Service]\nnot a setting\n", 2, "not a setting"),
+    ("NUL byte", b"[Service]\nLimitNOFILE=1\0\n", 2, "LimitNOFILE"),
+    ("not UTF-8", b"[Service]\nEnvironment=A=\xff\n", 2, ""),
+    ("CRLF line ending", b"[Service]\r\nLimitNOFILE=1\r\n", 1, "[Service]"),
+    ("BOM", b"\xef\xbb\xbf[Service]\nLimitNOFILE=1\n", 1, "[Service]"),
+];
+
+fn configured() -> Node {
+    let n = node();
+    full_configmap(&n);
+    run(&n, "config", 0);
+    n
+}
+
+fn rows(key: &str, table: &[Row]) -> Vec<Case> {
+    let rows = table.iter().map(|(what, value, line, excerpt)| {
+        Case::new(&format!("{key}: {what}"), "config")
+            .key(key, value)
+            .line(*line)
+            .says(excerpt)
+    });
+    rows.collect()
+}
+
+/// A 10 MB line and 100k bad lines for `key`: quoted shortened, the list cut.
+fn huge(key: &str, line: &str) -> Vec<Case> {
+    vec![
+        Case::new(&format!("{key}: one 10 MB line"), "config")
+            .key(key, line.repeat((10 << 20) / line.len()))
+            .line(1),
+        Case::new(&format!("{key}: 100k bad lines"), "config")
+            .key(key, format!("{line}\n").repeat(100_000))
+            .line(1)
+            .says("more"),
+    ]
+}
+
+fn corpus(cases: Vec<Case>) -> usize {
+    let n = configured();
+    let report = Corpus::new(&n).run(&cases);
+    eprintln!("tuning corpus: {} case(s)", report.cases);
+    report.assert_passed();
+    report.cases
+}
+
+#[test]
+fn sysctl_conf_hostile_values_are_refused() {
+    let mut cases = rows("sysctl.conf", SYSCTL);
+    cases.push(
+        Case::new("sysctl.conf: key component over 255 bytes", "config")
+            .key("sysctl.conf", format!("vm.{} = 1\n", "a".repeat(300)))
+            .line(1)
+            .says("vm.aaaaaaaaaa"),
+    );
+    cases.push(
+        Case::new("sysctl.conf: key over PATH_MAX", "config")
+            .key("sysctl.conf", format!("{} = 1\n", "ab.".repeat(2000)))
+            .line(1)
+            .says("ab.ab.ab."),
+    );
+    cases.extend(huge("sysctl.conf", "xxxxxxxxxx"));
+    corpus(cases);
+}
+
+#[test]
+fn ulimit_conf_hostile_values_are_refused() {
+    let mut cases = rows("ulimit.conf", ULIMIT);
+    cases.extend(huge("ulimit.conf", "bogusbogus"));
+    corpus(cases);
+}
+
+#[test]
+fn grub_conf_characters_grub_or_a_shell_acts_on_are_refused() {
+    let mut cases = rows("grub.conf", GRUB);
+    cases.extend(huge("grub.conf", "a;b;c;d;e;"));
+    corpus(cases);
+}
+
+#[test]
+fn service_drop_in_hostile_values_are_refused() {
+    let mut cases = rows("service_containerd.conf", DROPIN);
+    cases.extend(huge("service_containerd.conf", "garbage..."));
+    corpus(cases);
+}
+
+#[test]
+fn hostile_key_names_are_refused() {
+    let long_unit = format!("service_{}.conf", "u".repeat(300));
+    let cases = vec![
+        Case::new("empty unit name", "config").key("service_.conf", "[Service]\nLimitNOFILE=1\n"),
+        Case::new("unit name .", "config").key("service_..conf", "[Service]\nLimitNOFILE=1\n"),
+        Case::new("unit name ..", "config").key("service_...conf", "[Service]\nLimitNOFILE=1\n"),
+        Case::new("unit name with $()", "config").key("service_x$(reboot).conf", "[Service]\nLimitNOFILE=1\n"),
+        Case::new("unit name with a space", "config").key("service_a b.conf", "[Service]\nLimitNOFILE=1\n"),
+        Case::new("unit name of 300 characters", "config")
+            .key(&long_unit, "[Service]\nLimitNOFILE=1\n")
+            .says("uuuuuuuuuu"),
+        Case::new("unknown key", "config").key("sysctl.cfg", "vm.swappiness=1\n"),
+        Case::new("unknown key, other case", "config").key("SYSCTL.CONF", "vm.swappiness=1\n"),
+        Case::new("unknown key without .conf", "config").key("service_containerd", "[Service]\n"),
+        Case::new("hidden unknown key", "config").key(".sysctl.conf", "vm.swappiness=1\n"),
+        Case::new("key with a newline", "config").key("sysctl.conf\nx", "vm.swappiness=1\n"),
+        Case::new("key of 255 characters", "config")
+            .key(&"k".repeat(255), "x\n")
+            .says("kkkkkkkkkk"),
+    ];
+    corpus(cases);
+}
+
+#[test]
+fn configmap_files_that_are_not_plain_values_are_refused() {
+    let mut cases = Vec::new();
+    for key in ["sysctl.conf", "ulimit.conf", "service_containerd.conf", "grub.conf"] {
+        cases.extend(hostile::file_cases(key, "config", "# a comment line\n"));
+    }
+    corpus(cases);
+}
+
+#[test]
+fn hostile_environment_is_refused() {
+    let mut cases = hostile::environment_cases("config");
+    cases.extend(hostile::version_cases("upgrade"));
+    corpus(cases);
+}
