@@ -5,6 +5,7 @@
 //! kernel before a reboot has reserved the memory.
 
 use skyhook_core::pkgmgr::{PackageManager, Retry};
+use skyhook_core::records::receipt::InstallReceipt;
 use skyhook_core::{Checklist, Outcome, Result, Step};
 
 use crate::platform::{DEBCONF_SELECTIONS, Platform};
@@ -19,29 +20,31 @@ pub fn apply(step: &Step) -> Result<Outcome> {
     let store = step.state();
     let mut state: State = store.load()?;
     let installed = pm.is_installed(package)?;
-    if state.install.is_none() {
-        // Recorded before installing, so a run killed after the install still knows
-        // the package was not there before.
-        state.install = Some(InstallRecord {
-            preinstalled: installed,
+    let mut record = match state.install.clone() {
+        Some(record) => record,
+        None => InstallRecord {
+            receipt: InstallReceipt::before(&pm, &[package])?,
             kexec_before: step.host.which("kexec").is_some(),
             service_enabled_before: installed && systemd.is_enabled(unit)?,
-            added: Vec::new(),
-        });
-        state.store(&store)?;
-    }
+        },
+    };
     if installed {
+        state.install = Some(record);
+        state.store(&store)?;
         log::info!(
             "{package} is already installed on {}: nothing to install",
             platform.name()
         );
     } else {
         pm.preseed(DEBCONF_SELECTIONS)?;
-        let added = pm.install(&[package])?;
-        if let Some(record) = state.install.as_mut() {
-            record.added = added;
-            state.store(&store)?;
-        }
+        // Recorded before installing, so a run killed after the install still knows
+        // the package was not there before.
+        let mut receipt = record.receipt.clone();
+        receipt.install(&pm, &[package], |r| {
+            record.receipt = r.clone();
+            state.install = Some(record.clone());
+            state.store(&store)
+        })?;
     }
     if systemd.is_enabled(unit)? {
         log::info!("{unit} is enabled");

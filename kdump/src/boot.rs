@@ -19,8 +19,8 @@ use std::collections::BTreeMap;
 
 use skyhook_core::bootloader::{BootConfig, parse_drop_in, render_drop_in};
 use skyhook_core::kernel_args::{self, GRUB_DEFAULTS, grubby_entries, grubby_update, with_key};
-use skyhook_core::original::SavedFile;
-use skyhook_core::state::StateStore;
+use skyhook_core::records::original::SavedFile;
+use skyhook_core::records::state::StateStore;
 use skyhook_core::{Error, Host, Result};
 
 use crate::crashkernel::CrashKernel;

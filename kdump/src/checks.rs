@@ -5,7 +5,7 @@
 use skyhook_core::bootloader::{BootConfig, running_cmdline};
 use skyhook_core::distro::Family;
 use skyhook_core::kernel_args::with_key;
-use skyhook_core::state::StateStore;
+use skyhook_core::records::state::StateStore;
 use skyhook_core::{Checklist, Host, Outcome, Result, Step};
 
 use crate::boot::{Boot, KEY};

@@ -10,7 +10,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use skyhook_core::state::StateStore;
+use skyhook_core::records::state::StateStore;
 use skyhook_core::{ConfigMaps, Host, Result};
 
 use crate::layout::Tuned;

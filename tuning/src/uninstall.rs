@@ -8,7 +8,7 @@
 use skyhook_core::bootargs::OwnArgs;
 use skyhook_core::{Checklist, Interrupt, Outcome, Result, Step};
 
-use crate::reconcile::{describe, persist, remove_files, restore_live};
+use crate::reconcile::{describe, remove_files, restore_live};
 use crate::state::State;
 use crate::{grub, legacy, paths::Paths, shared};
 
@@ -42,13 +42,13 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     // Record what must be finished if this run is interrupted.
     state.pending.daemon_reload |= files.iter().any(|p| Paths::unit_of(p).is_some());
     state.pending.boot_config |= needs_boot;
-    persist(&store, &state)?;
+    store.save_or_clear(&state)?;
 
     let changes: Vec<_> = std::mem::take(&mut state.sysctl).into_iter().collect();
     for (key, change) in &changes {
         restore_live(host, key, change)?;
     }
-    persist(&store, &state)?;
+    store.save_or_clear(&state)?;
     let removed = remove_files(host, &mut state, &files)?;
     shared::release(host, &paths.name)?;
     if state.pending.daemon_reload {

@@ -17,7 +17,7 @@ use crate::error::{Error, Result};
 use crate::host::Host;
 use crate::interrupt::Interrupt;
 use crate::mode::Mode;
-use crate::state::StateStore;
+use crate::records::state::StateStore;
 
 /// A Skyhook package: its identity, the modes it implements, and its handler.
 pub trait Package {
