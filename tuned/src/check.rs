@@ -87,7 +87,12 @@ pub fn config_check(step: &Step, verify: Verify) -> Result<()> {
         }
     }
     let state: State = step.state().load()?;
-    for f in state.files.iter().filter(|f| !items.contains_key(*f) && host.exists(f)) {
+    for f in state
+        .footprint
+        .files
+        .iter()
+        .filter(|f| !items.contains_key(*f) && host.exists(f))
+    {
         c.fail(format!(
             "{} is still on the node, but its configMap key is gone (config removes it)",
             f.display()

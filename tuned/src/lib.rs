@@ -80,7 +80,7 @@ fn config(step: &Step) -> Result<Outcome> {
     );
     let store = step.state();
     let state: State = store.load()?;
-    let plan = match request.plan(host, &tuned, &state.files) {
+    let plan = match request.plan(host, &tuned, &state.footprint.files) {
         Ok(plan) if problems.is_empty() => plan,
         Ok(_) => return Err(Error::Input(problems)),
         Err(Error::Input(mut more)) => {
