@@ -181,46 +181,18 @@ impl Request {
                     Err(mut p) => problems.append(&mut p),
                 }
             } else if let Some(name) = script {
-                let name = if name.is_empty() { key } else { name };
-                if name == "." || name == ".." {
-                    problems.push(format!(
-                        "configMap key {key:?}: the script name {name:?} (the key without {SCRIPT_SUFFIX:?}) \
-                         is not a usable file name"
-                    ));
-                    continue;
+                match script_key(key, name, raw) {
+                    Ok(s) => request.scripts.push(s),
+                    Err(problem) => problems.push(problem),
                 }
-                if !raw.starts_with(b"#!") {
-                    log::warn!(
-                        "configMap key {key:?}: the script does not start with '#!'; tuned runs it directly, \
-                         so it needs an interpreter line such as #!/bin/bash"
-                    );
-                }
-                request.scripts.push(ScriptKey {
-                    key: key.to_string(),
-                    name: name.to_string(),
-                    content: raw.to_vec(),
-                });
+            } else if let Some(why) = key_problem(key) {
+                problems.push(format!("configMap key {key:?}: not usable as a profile: {why}"));
             } else {
-                if let Some(why) = key_problem(key) {
-                    problems.push(format!("configMap key {key:?}: not usable as a profile: {why}"));
-                    continue;
-                }
-                match Conf::parse(text) {
-                    Ok(conf) => request.profiles.push(ProfileKey {
-                        name: key.to_string(),
-                        content: raw.to_vec(),
-                        conf,
-                    }),
-                    Err(errors) => {
+                match profile_key(key, text, raw) {
+                    Ok(p) => request.profiles.push(p),
+                    Err(mut p) => {
                         request.broken.push(key.to_string());
-                        problems.extend(errors.into_iter().map(|e| {
-                            bad_line(
-                                key,
-                                e.line,
-                                &e.text,
-                                format!("{} (tuned.conf format, see tuned.conf(5))", e.reason),
-                            )
-                        }))
+                        problems.append(&mut p);
                     }
                 }
             }
@@ -538,6 +510,50 @@ fn script_problem(section: &str, path: &Path, view: &View) -> Result<Option<Stri
     } else {
         None
     })
+}
+
+/// The script key `key` (`name` is the key without its suffix).
+fn script_key(key: &str, name: &str, raw: &[u8]) -> std::result::Result<ScriptKey, String> {
+    let name = if name.is_empty() { key } else { name };
+    if name == "." || name == ".." {
+        return Err(format!(
+            "configMap key {key:?}: the script name {name:?} (the key without {SCRIPT_SUFFIX:?}) \
+             is not a usable file name"
+        ));
+    }
+    if !raw.starts_with(b"#!") {
+        log::warn!(
+            "configMap key {key:?}: the script does not start with '#!'; tuned runs it directly, \
+             so it needs an interpreter line such as #!/bin/bash"
+        );
+    }
+    Ok(ScriptKey {
+        key: key.to_string(),
+        name: name.to_string(),
+        content: raw.to_vec(),
+    })
+}
+
+/// The custom profile key `key` with its text, parsed; its format errors otherwise.
+fn profile_key(key: &str, text: &str, raw: &[u8]) -> std::result::Result<ProfileKey, Vec<String>> {
+    match Conf::parse(text) {
+        Ok(conf) => Ok(ProfileKey {
+            name: key.to_string(),
+            content: raw.to_vec(),
+            conf,
+        }),
+        Err(errors) => Err(errors
+            .into_iter()
+            .map(|e| {
+                bad_line(
+                    key,
+                    e.line,
+                    &e.text,
+                    format!("{} (tuned.conf format, see tuned.conf(5))", e.reason),
+                )
+            })
+            .collect()),
+    }
 }
 
 fn describe_dirs(tuned: &Tuned) -> String {
