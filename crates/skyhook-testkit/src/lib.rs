@@ -12,7 +12,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub use packages::{Manager, Package};
 pub use skyhook_core;
+
+mod packages;
 
 /// A simulated node for one package binary.
 pub struct Node {
