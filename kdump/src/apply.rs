@@ -4,12 +4,31 @@
 //! the service enabled. The service is not required to run: it cannot load a crash
 //! kernel before a reboot has reserved the memory.
 
+use skyhook_core::distro::Family;
 use skyhook_core::pkgmgr::{PackageManager, Retry};
 use skyhook_core::records::receipt::InstallReceipt;
 use skyhook_core::{Checklist, Outcome, Result, Step};
 
 use crate::platform::{DEBCONF_SELECTIONS, Platform};
 use crate::state::{InstallRecord, State};
+
+/// The package that provides `kdump.service` on RHEL 10 and Fedora 41+ (it moved
+/// there from kexec-tools, which then only recommends it: with weak dependencies off,
+/// installing kexec-tools alone leaves no kdump.service).
+pub const KDUMP_UTILS: &str = "kdump-utils";
+
+/// What apply installs: the kdump package, and on RHEL-like hosts whose repositories
+/// offer it, kdump-utils with it.
+fn packages_to_install<'a>(pm: &PackageManager, platform: &Platform, package: &'a str) -> Result<Vec<&'a str>> {
+    let mut packages = vec![package];
+    if platform.family == Family::Rhel && pm.is_available(KDUMP_UTILS)? {
+        log::info!(
+            "the repositories offer {KDUMP_UTILS} (it provides kdump.service on RHEL 10 and Fedora 41+): installing it with {package}"
+        );
+        packages.push(KDUMP_UTILS);
+    }
+    Ok(packages)
+}
 
 /// apply: install and enable.
 pub fn apply(step: &Step) -> Result<Outcome> {
@@ -37,10 +56,11 @@ pub fn apply(step: &Step) -> Result<Outcome> {
         );
     } else {
         pm.preseed(DEBCONF_SELECTIONS)?;
+        let packages = packages_to_install(&pm, &platform, package)?;
         // Recorded before installing, so a run killed after the install still knows
         // the package was not there before.
         let mut receipt = record.receipt.clone();
-        receipt.install(&pm, &[package], |r| {
+        receipt.install(&pm, &packages, |r| {
             record.receipt = r.clone();
             state.install = Some(record.clone());
             state.store(&store)

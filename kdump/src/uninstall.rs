@@ -23,6 +23,7 @@ use skyhook_core::pkgmgr::{PackageManager, Retry};
 use skyhook_core::records::json;
 use skyhook_core::{Checklist, HostError, Outcome, Result, Step};
 
+use crate::apply::KDUMP_UTILS;
 use crate::boot::{self, Boot, DROP_IN_MARKER, KEY};
 use crate::checks::KEXEC_CRASH_SIZE;
 use crate::crashkernel::human;
@@ -156,7 +157,11 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     let drop_in_before = host.exists(DEBIAN_DROP_IN);
     if remove {
         let receipt = install.map(|i| i.receipt).unwrap_or_default();
-        receipt.remove(&pm, &[package])?;
+        let mut packages = vec![package];
+        if receipt.added.iter().any(|p| p == KDUMP_UTILS) {
+            packages.push(KDUMP_UTILS);
+        }
+        receipt.remove(&pm, &packages)?;
     } else if installed {
         log::info!("{package} was installed before this package's apply: left installed, {unit} left as it was");
     }

@@ -290,3 +290,41 @@ fn an_uninstall_failing_half_way_and_run_again_ends_as_one_uninterrupted_run() {
     assert!(!has_stand_in_file(&node, "kexec"), "removed: apply had installed it");
     assert!(!node.exists("/var/lib/skyhook-packages"));
 }
+
+#[test]
+fn on_rhel_10_the_package_providing_kdump_service_is_installed_and_removed_too() {
+    // RHEL 10 / Fedora 41+: kdump.service moved to kdump-utils, which kexec-tools only
+    // recommends; the repositories offer it.
+    let node = node(RHEL);
+    node.file(
+        "/etc/os-release",
+        skyhook_core::distro::fixtures::RHEL_9
+            .replace("9.4", "10.0")
+            .replace("el9", "el10"),
+    );
+    node.offer_package(&skyhook_testkit::Package::new("kdump-utils", "1.0.51-1.el10"));
+    node.run("apply")
+        .expect_code(0)
+        .expect_output("installing it with kexec-tools");
+    assert!(
+        node.calls()
+            .contains(&"dnf -y install kexec-tools kdump-utils".to_string()),
+        "{:?}",
+        node.calls()
+    );
+    assert!(node.package_version("kdump-utils").is_some());
+    node.run("apply-check").expect_code(0);
+    node.run("uninstall").expect_code(0);
+    assert_eq!(node.package_version("kdump-utils"), None, "removed with kexec-tools");
+    assert_eq!(node.package_version("kexec-tools"), None);
+    node.run("uninstall-check").expect_code(0);
+
+    // RHEL 9: the repositories have no kdump-utils; kexec-tools alone, as before.
+    let node = common::node(RHEL);
+    node.run("apply").expect_code(0);
+    assert!(
+        node.calls().contains(&"dnf -y install kexec-tools".to_string()),
+        "{:?}",
+        node.calls()
+    );
+}

@@ -190,6 +190,16 @@ impl<'h> PackageManager<'h> {
         Ok(out.success().then(|| out.stdout.trim().to_string()))
     }
 
+    /// Whether `package` is installed or offered by the repositories (`dnf -q info`,
+    /// `yum -q info`, `apt-cache show`).
+    pub fn is_available(&self, package: &str) -> Result<bool, HostError> {
+        let cmd = match self.tool {
+            Tool::AptGet => Cmd::new("apt-cache").args(["show", "-q", package]),
+            Tool::Dnf | Tool::Yum => Cmd::new(self.tool.program()).args(["-q", "info", package]),
+        };
+        Ok(self.host.run(&cmd)?.success())
+    }
+
     /// Answers debconf questions before an install (apt only; no-op elsewhere).
     /// `selections` is debconf-set-selections(1) input, passed on stdin, never to a shell.
     pub fn preseed(&self, selections: &str) -> Result<(), HostError> {

@@ -153,8 +153,13 @@ else echo "dpkg-query: no packages found matching $pkg" >&2; exit 1; fi"#;
 
 const DNF: &str = r#"not_found() { echo "No match for argument: $1" >&2; echo "Error: Unable to find a match: $1" >&2; }
 action=""; pkgs=""
-for a; do case "$a" in -*) ;; install|remove) action="$a" ;; *) pkgs="$pkgs $a" ;; esac; done
+for a; do case "$a" in -*) ;; install|remove|info) action="$a" ;; *) pkgs="$pkgs $a" ;; esac; done
 case "$action" in
+  info)
+    for p in $pkgs; do
+      if installed "$p" || { known "$p" && [ ! -f "$D/dnf-no-repos" ]; }; then echo "Name         : $p"
+      else echo "Error: No matching Packages to list" >&2; exit 1; fi
+    done ;;
   install)
     if [ -f "$D/dnf-no-repos" ]; then
       echo 'Error: There are no enabled repositories in "/etc/yum.repos.d", "/etc/yum/repos.d", "/etc/distro.repos.d".' >&2; exit 1; fi
