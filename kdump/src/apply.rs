@@ -4,12 +4,32 @@
 //! the service enabled. The service is not required to run: it cannot load a crash
 //! kernel before a reboot has reserved the memory.
 
+use skyhook_core::distro::Family;
 use skyhook_core::pkgmgr::{PackageManager, Retry};
 use skyhook_core::systemd::Systemd;
+use skyhook_core::records::receipt::InstallReceipt;
 use skyhook_core::{Checklist, Outcome, Result, Step};
 
 use crate::platform::{DEBCONF_SELECTIONS, Platform};
 use crate::state::{InstallRecord, State};
+
+/// The package that provides `kdump.service` on RHEL 10 and Fedora 41+ (it moved
+/// there from kexec-tools, which then only recommends it: with weak dependencies off,
+/// installing kexec-tools alone leaves no kdump.service).
+pub const KDUMP_UTILS: &str = "kdump-utils";
+
+/// What apply installs: the kdump package, and on RHEL-like hosts whose repositories
+/// offer it, kdump-utils with it.
+fn packages_to_install<'a>(pm: &PackageManager, platform: &Platform, package: &'a str) -> Result<Vec<&'a str>> {
+    let mut packages = vec![package];
+    if platform.family == Family::Rhel && pm.is_available(KDUMP_UTILS)? {
+        log::info!(
+            "the repositories offer {KDUMP_UTILS} (it provides kdump.service on RHEL 10 and Fedora 41+): installing it with {package}"
+        );
+        packages.push(KDUMP_UTILS);
+    }
+    Ok(packages)
+}
 
 /// apply: install and enable.
 pub fn apply(step: &Step) -> Result<Outcome> {
@@ -20,29 +40,32 @@ pub fn apply(step: &Step) -> Result<Outcome> {
     let store = step.state();
     let mut state: State = store.load()?;
     let installed = pm.is_installed(package)?;
-    if state.install.is_none() {
-        // Recorded before installing, so a run killed after the install still knows
-        // the package was not there before.
-        state.install = Some(InstallRecord {
-            preinstalled: installed,
+    let mut record = match state.install.clone() {
+        Some(record) => record,
+        None => InstallRecord {
+            receipt: InstallReceipt::before(&pm, &[package])?,
             kexec_before: step.host.which("kexec").is_some(),
             service_enabled_before: installed && systemd.is_enabled(unit)?,
-            added: Vec::new(),
-        });
-        state.store(&store)?;
-    }
+        },
+    };
     if installed {
+        state.install = Some(record);
+        state.store(&store)?;
         log::info!(
             "{package} is already installed on {}: nothing to install",
             platform.name()
         );
     } else {
         pm.preseed(DEBCONF_SELECTIONS)?;
-        let added = pm.install(&[package])?;
-        if let Some(record) = state.install.as_mut() {
-            record.added = added;
-            state.store(&store)?;
-        }
+        let packages = packages_to_install(&pm, &platform, package)?;
+        // Recorded before installing, so a run killed after the install still knows
+        // the package was not there before.
+        let mut receipt = record.receipt.clone();
+        receipt.install(&pm, &packages, |r| {
+            record.receipt = r.clone();
+            state.install = Some(record.clone());
+            state.store(&store)
+        })?;
     }
     if systemd.is_enabled(unit)? {
         log::info!("{unit} is enabled");

@@ -22,8 +22,8 @@ use skyhook_core::boot::defaults::{self, CMDLINE_VAR, Edit, GRUB_DEFAULTS, parse
 use skyhook_core::boot::edited::{Content, undo_edit};
 use skyhook_core::boot::grubby::{self, Originals};
 use skyhook_core::boot::{BootConfig, key_of, with_key};
-use skyhook_core::original::SavedFile;
-use skyhook_core::state::StateStore;
+use skyhook_core::records::original::SavedFile;
+use skyhook_core::records::state::StateStore;
 use skyhook_core::{Error, Host, Result};
 
 use crate::crashkernel::CrashKernel;

@@ -12,8 +12,9 @@ use serde::{Deserialize, Deserializer, Serialize};
 use skyhook_core::Result;
 use skyhook_core::boot::edited::Content;
 use skyhook_core::boot::grubby::Originals;
-use skyhook_core::original::SavedFile;
-use skyhook_core::state::StateStore;
+use skyhook_core::records::original::SavedFile;
+use skyhook_core::records::receipt::InstallReceipt;
+use skyhook_core::records::state::{Record, StateStore};
 
 /// Everything recorded for one SCR package on one node.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -32,16 +33,14 @@ pub struct State {
 /// The node as apply found it, before installing anything.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct InstallRecord {
-    /// The kdump package was already installed: uninstall leaves it installed.
-    pub preinstalled: bool,
+    /// Whether the kdump package was already installed (then uninstall leaves it
+    /// installed) and the packages apply installed, removed again by uninstall.
+    #[serde(flatten)]
+    pub receipt: InstallReceipt,
     /// `kexec` was already present.
     pub kexec_before: bool,
     /// The service was already enabled: uninstall leaves it enabled when the package stays.
     pub service_enabled_before: bool,
-    /// The packages apply installed (the kdump package and its dependencies), removed
-    /// again by uninstall.
-    #[serde(default)]
-    pub added: Vec<String>,
 }
 
 /// Our crashkernel value on the boot configuration.
@@ -152,22 +151,15 @@ pub struct ConfRecord {
     pub deployed: String,
 }
 
-impl State {
-    /// Whether nothing is recorded.
-    pub fn is_empty(&self) -> bool {
+impl Record for State {
+    fn is_empty(&self) -> bool {
         self.install.is_none() && self.boot.is_none() && self.kdump_conf.is_none()
     }
+}
 
-    /// Records the state: saved when something is recorded, the file (and its
-    /// directories) removed when nothing is. Unchanged state writes nothing.
+impl State {
+    /// Records the state with [`StateStore::save_or_clear`] (unchanged state writes nothing).
     pub fn store(&self, store: &StateStore) -> Result<()> {
-        if self.is_empty() {
-            if store.exists() {
-                store.clear()?;
-            }
-        } else {
-            store.save(self)?;
-        }
-        Ok(())
+        store.save_or_clear(self)
     }
 }

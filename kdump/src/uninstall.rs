@@ -10,7 +10,9 @@
 //! uninstall leaves a receipt of what it undid in the copy dir (the one directory the
 //! following uninstall-check shares with it, and which belongs to this generation of
 //! the package only), so that uninstall-check can tell our settings from the
-//! distribution's after the state is gone.
+//! distribution's after the state is gone, and so that an uninstall run again after
+//! the state is gone takes the same decision about the package as the first run
+//! (it keeps a package the distribution had installed, whatever the number of runs).
 
 use std::path::PathBuf;
 
@@ -18,16 +20,18 @@ use serde::{Deserialize, Serialize};
 use skyhook_core::boot::BootConfig;
 use skyhook_core::boot::with_key;
 use skyhook_core::pkgmgr::{PackageManager, Retry};
+use skyhook_core::records::json;
 use skyhook_core::systemd::Systemd;
-use skyhook_core::{Checklist, Error, HostError, Outcome, Result, Step};
+use skyhook_core::{Checklist, HostError, Outcome, Result, Step};
 
+use crate::apply::KDUMP_UTILS;
 use crate::boot::{self, Boot, DROP_IN_MARKER, KEY};
 use crate::checks::KEXEC_CRASH_SIZE;
 use crate::crashkernel::human;
 use crate::input::Input;
 use crate::platform::{DEBIAN_DROP_IN, Platform};
 use crate::service;
-use crate::state::State;
+use crate::state::{InstallRecord, State};
 
 /// The receipt's file name in the copy dir.
 pub const RECEIPT: &str = "kdump-uninstall-receipt.json";
@@ -71,9 +75,7 @@ impl Receipt {
     pub fn load(step: &Step) -> Result<Option<Self>> {
         let path = Self::path(step);
         match std::fs::read(&path) {
-            Ok(raw) => serde_json::from_slice(&raw)
-                .map(Some)
-                .map_err(|e| Error::action(format!("the uninstall receipt {} is unreadable: {e}", path.display()))),
+            Ok(raw) => json::decode(&raw, &path, "what kdump's uninstall undid").map(Some),
             Err(e) if e.kind() == std::io::ErrorKind::NotFound => Ok(None),
             Err(e) => Err(HostError::io("read", path, e).into()),
         }
@@ -81,9 +83,8 @@ impl Receipt {
 
     fn save(&self, step: &Step) -> Result<()> {
         let path = Self::path(step);
-        let mut json = serde_json::to_vec_pretty(self).map_err(|e| Error::action(format!("cannot encode: {e}")))?;
-        json.push(b'\n');
-        skyhook_core::host::write_atomic(&path, &json, 0o644).map_err(|e| HostError::io("write", &path, e))?;
+        skyhook_core::host::write_atomic(&path, &json::encode(self)?, 0o644)
+            .map_err(|e| HostError::io("write", &path, e))?;
         Ok(())
     }
 }
@@ -103,9 +104,9 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     };
     let installed = pm.is_installed(package)?;
     let install = state.install.clone();
-    let preinstalled = install.as_ref().is_some_and(|i| i.preinstalled);
-    let remove = installed && !preinstalled;
-    let keep_enabled = preinstalled && install.as_ref().is_some_and(|i| i.service_enabled_before);
+    let removes_package = removes_package(step, install.as_ref(), installed)?;
+    let remove = installed && removes_package;
+    let keep_enabled = !removes_package && install.as_ref().is_some_and(|i| i.service_enabled_before);
     let boot = match BootConfig::detect(host, platform.family) {
         Ok(config) => Some(Boot::new(host, config, &store)),
         Err(e) if state.boot.is_some() => return Err(e),
@@ -113,7 +114,7 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     };
     let mut receipt = Receipt {
         package: package.to_string(),
-        removed: remove,
+        removed: removes_package,
         kexec_before: install.as_ref().map(|i| i.kexec_before),
         service_enabled_before: install.as_ref().map(|i| i.service_enabled_before),
         ..Receipt::default()
@@ -156,8 +157,12 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
 
     let drop_in_before = host.exists(DEBIAN_DROP_IN);
     if remove {
-        let added = install.as_ref().map(|i| i.added.clone()).unwrap_or_default();
-        pm.remove_added(&[package], &added)?;
+        let receipt = install.map(|i| i.receipt).unwrap_or_default();
+        let mut packages = vec![package];
+        if receipt.added.iter().any(|p| p == KDUMP_UTILS) {
+            packages.push(KDUMP_UTILS);
+        }
+        receipt.remove(&pm, &packages)?;
     } else if installed {
         log::info!("{package} was installed before this package's apply: left installed, {unit} left as it was");
     }
@@ -177,6 +182,30 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     state.store(&store)?;
     report_reserved(step)?;
     Ok(Outcome::done())
+}
+
+/// Whether uninstall takes the kdump package away: apply's install receipt says it
+/// installed it; without one, an earlier uninstall's receipt in the copy dir tells
+/// what that run decided (the state is gone once an uninstall finished); without
+/// either (a node the bash package set up), an installed package goes, as the bash
+/// package's uninstall did.
+fn removes_package(step: &Step, install: Option<&InstallRecord>, installed: bool) -> Result<bool> {
+    if let Some(record) = install {
+        return Ok(record.receipt.installed_by_us());
+    }
+    Ok(match Receipt::load(step)? {
+        Some(earlier) => {
+            if !earlier.removed && installed {
+                log::info!(
+                    "an earlier uninstall of this package kept {} (installed before this package's apply); \
+                     it stays installed",
+                    earlier.package
+                );
+            }
+            earlier.removed
+        }
+        None => installed,
+    })
 }
 
 /// uninstall-check: none of our settings remain.

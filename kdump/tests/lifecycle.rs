@@ -215,3 +215,116 @@ fn uninstall_after_the_bash_package_removes_its_value_too() {
     );
     node.run("uninstall-check").expect_code(0);
 }
+
+#[test]
+fn uninstall_run_again_keeps_a_package_the_distribution_had_installed() {
+    for distro in ALL {
+        let node = node(distro);
+        preinstall(&node, distro);
+        let before = files(&node);
+        node.run("apply").expect_code(0);
+        node.configmap("crashkernel", "256M");
+        node.run("config").expect_code(0);
+        node.run("uninstall").expect_code(0);
+        node.run("uninstall-check").expect_code(0);
+        let after_one = files(&node);
+        // The agent runs uninstall again whenever uninstall-check fails; N runs = one run.
+        for _ in 0..2 {
+            node.run("uninstall")
+                .expect_code(0)
+                .expect_output("an earlier uninstall of this package kept");
+            node.run("uninstall-check").expect_code(0);
+        }
+        after_one.assert_same(&files(&node));
+        before.assert_same(&files(&node));
+        assert!(
+            has_stand_in_file(&node, "kexec"),
+            "{}: the preinstalled package stays, however many uninstalls run",
+            distro.name
+        );
+        assert!(
+            !node
+                .calls()
+                .iter()
+                .any(|c| c.contains(" purge ") || c.contains(" remove ")),
+            "{}: never removed: {:?}",
+            distro.name,
+            node.calls()
+        );
+        assert!(
+            !node.exists("/var/lib/skyhook-packages"),
+            "{}: no empty state directory",
+            distro.name
+        );
+    }
+}
+
+#[test]
+fn an_uninstall_failing_half_way_and_run_again_ends_as_one_uninterrupted_run() {
+    let prepared = || {
+        let node = node(UBUNTU);
+        node.run("apply").expect_code(0);
+        node.configmap("crashkernel", "256M");
+        node.run("config").expect_code(0);
+        node
+    };
+    let reference = prepared();
+    reference.run("uninstall").expect_code(0);
+
+    // The same node whose uninstall stops at the package removal (after the originals
+    // are back), then is run again, twice.
+    let mut node = prepared();
+    let apt_get = std::fs::read_to_string(node.commands_dir().join("apt-get")).unwrap();
+    let apt_get = apt_get.trim_start_matches("#!/bin/sh\n");
+    node.stand_in(
+        "apt-get",
+        &format!("case \" $* \" in *' purge '*) echo 'E: interrupted' >&2; exit 100 ;; esac\n{apt_get}"),
+    );
+    node.env("SKYHOOK_PKG_ATTEMPTS", "1");
+    node.run("uninstall").expect_code(1).expect_output("E: interrupted");
+    node.stand_in("apt-get", apt_get);
+    node.run("uninstall").expect_code(0);
+    node.run("uninstall").expect_code(0);
+    node.run("uninstall-check").expect_code(0);
+    files(&reference).assert_same(&files(&node));
+    assert!(!has_stand_in_file(&node, "kexec"), "removed: apply had installed it");
+    assert!(!node.exists("/var/lib/skyhook-packages"));
+}
+
+#[test]
+fn on_rhel_10_the_package_providing_kdump_service_is_installed_and_removed_too() {
+    // RHEL 10 / Fedora 41+: kdump.service moved to kdump-utils, which kexec-tools only
+    // recommends; the repositories offer it.
+    let node = node(RHEL);
+    node.file(
+        "/etc/os-release",
+        skyhook_core::distro::fixtures::RHEL_9
+            .replace("9.4", "10.0")
+            .replace("el9", "el10"),
+    );
+    node.offer_package(&skyhook_testkit::Package::new("kdump-utils", "1.0.51-1.el10"));
+    node.run("apply")
+        .expect_code(0)
+        .expect_output("installing it with kexec-tools");
+    assert!(
+        node.calls()
+            .contains(&"dnf -y install kexec-tools kdump-utils".to_string()),
+        "{:?}",
+        node.calls()
+    );
+    assert!(node.package_version("kdump-utils").is_some());
+    node.run("apply-check").expect_code(0);
+    node.run("uninstall").expect_code(0);
+    assert_eq!(node.package_version("kdump-utils"), None, "removed with kexec-tools");
+    assert_eq!(node.package_version("kexec-tools"), None);
+    node.run("uninstall-check").expect_code(0);
+
+    // RHEL 9: the repositories have no kdump-utils; kexec-tools alone, as before.
+    let node = common::node(RHEL);
+    node.run("apply").expect_code(0);
+    assert!(
+        node.calls().contains(&"dnf -y install kexec-tools".to_string()),
+        "{:?}",
+        node.calls()
+    );
+}

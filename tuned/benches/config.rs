@@ -30,7 +30,7 @@ fn main() {
         host.write(format!("/usr/lib/tuned/{name}/tuned.conf"), content.as_bytes(), 0o644)
             .unwrap();
     }
-    let layout = Tuned::with("2.21.0".into(), TunedVersion { major: 2, minor: 21 }, "");
+    let layout = Tuned::with("2.21.0".into(), TunedVersion { major: 2, minor: 21 }, "", None);
     let configmaps = ConfigMaps::from_entries([
         ("tuned_profile", "custom_profile".to_string()),
         ("custom_profile", common::README_PROFILE.to_string()),

@@ -11,6 +11,8 @@ use skyhook_core::command::Cmd;
 use skyhook_core::systemd::Systemd;
 use skyhook_core::{Error, Host, Result};
 
+use crate::layout::Tuned;
+
 /// The file where tuned keeps the selected profile(s), space-separated.
 pub const ACTIVE_PROFILE: &str = "/etc/tuned/active_profile";
 /// The file where tuned keeps how the profile was selected (`manual` or `auto`).
@@ -105,9 +107,46 @@ pub enum Activation {
     Recorded,
 }
 
-/// Makes `names` the active profile(s). `files_changed`: a deployed profile or script
-/// changed, so the profile is re-applied even when its name is already active.
-pub fn activate(host: &Host, names: &[String], files_changed: bool) -> Result<Activation> {
+/// The profile names `tuned-adm list` prints (`- name   - summary` lines).
+pub fn parse_list(output: &str) -> Vec<String> {
+    output
+        .lines()
+        .filter_map(|l| l.strip_prefix("- "))
+        .filter_map(|l| l.split_whitespace().next())
+        .map(str::to_string)
+        .collect()
+}
+
+/// Fails unless the installed tuned lists every profile of `names` (`tuned-adm
+/// list`): a profile deployed where tuned does not look would otherwise fail to
+/// activate, or activate a stock profile of the same name.
+pub fn ensure_listed(host: &Host, tuned: &Tuned, names: &[String]) -> Result<()> {
+    let out = host.run_ok(&Cmd::new("tuned-adm").arg("list"))?;
+    let listed = parse_list(&out.stdout);
+    let missing: Vec<&String> = names.iter().filter(|n| !listed.contains(n)).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::action(format!(
+        "tuned does not know the profile(s) {} (`tuned-adm list` lists {} profiles, not these): this package \
+         reads tuned's profile directories as {} ({}), and tuned itself looks elsewhere. Check profile_dirs in \
+         /etc/tuned/tuned-main.conf and where the installed tuned package keeps its profiles; nothing was activated",
+        missing.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", "),
+        listed.len(),
+        tuned
+            .dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", "),
+        tuned.dirs_source
+    )))
+}
+
+/// Makes `names` the active profile(s), once tuned lists them. `files_changed`: a
+/// deployed profile or script changed, so the profile is re-applied even when its
+/// name is already active.
+pub fn activate(host: &Host, tuned: &Tuned, names: &[String], files_changed: bool) -> Result<Activation> {
     let joined = names.join(" ");
     if !Systemd::new(host).is_running() {
         host.write(ACTIVE_PROFILE, format!("{joined}\n").as_bytes(), 0o644)?;
@@ -123,6 +162,7 @@ pub fn activate(host: &Host, names: &[String], files_changed: bool) -> Result<Ac
         log::info!("tuned profile {joined:?} is already active and no deployed file changed; not re-applied");
         return Ok(Activation::AlreadyActive);
     }
+    ensure_listed(host, tuned, names)?;
     log::info!("activating tuned profile {joined:?}");
     let cmd = Cmd::new("tuned-adm").arg("profile").args(names).echo();
     if let Err(e) = host.run_ok(&cmd) {
@@ -190,6 +230,13 @@ pub fn excerpt(log: &str, max: usize) -> Vec<&str> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn parses_tuned_adm_list() {
+        let out = "Available profiles:\n- balanced                    - General non-specialized TuneD profile\n\
+                   - mine\nCurrent active profile: balanced\n";
+        assert_eq!(parse_list(out), ["balanced", "mine"]);
+    }
 
     #[test]
     fn parses_tuned_adm_active() {

@@ -67,7 +67,23 @@ pub fn config_check(step: &Step, verify: Verify) -> Result<()> {
         None => c.skip("tuned service running: systemd is not running on this host (chroot or image build)"),
     }
 
-    let items = request.items(&tuned);
+    check_deployed(step, &request, &tuned, &mut c)?;
+    if let Some(names) = &request.active {
+        check_active(host, names, active, &mut c)?;
+    }
+
+    match active {
+        Some(true) => run_verify(host, verify, &mut c)?,
+        Some(false) => c.skip("tuned-adm verify: the tuned service is not running"),
+        None => c.skip("tuned-adm verify: it needs the running tuned daemon, and systemd is not running on this host"),
+    }
+    c.finish()
+}
+
+/// Every deployed file as the configMap says, nothing left of a key that is gone.
+fn check_deployed(step: &Step, request: &Request, tuned: &Tuned, c: &mut Checklist) -> Result<()> {
+    let host = &step.host;
+    let items = request.items(tuned);
     for (path, item) in &items {
         let shown = path.display();
         match item {
@@ -88,49 +104,50 @@ pub fn config_check(step: &Step, verify: Verify) -> Result<()> {
         }
     }
     let state: State = step.state().load()?;
-    for f in state.files.iter().filter(|f| !items.contains_key(*f) && host.exists(f)) {
+    for f in state
+        .footprint
+        .files
+        .iter()
+        .filter(|f| !items.contains_key(*f) && host.exists(f))
+    {
         c.fail(format!(
             "{} is still on the node, but its configMap key is gone (config removes it)",
             f.display()
         ));
     }
+    Ok(())
+}
 
-    if let Some(names) = &request.active {
-        let joined = names.join(" ");
-        match active {
-            Some(true) => match activate::query(host)? {
-                Active::Running(now) => {
-                    c.expect(&now == names, || {
-                        format!(
-                            "the active tuned profile is {:?}, but {PROFILE_KEY} is {joined:?}",
-                            now.join(" ")
-                        )
-                    });
-                }
-                other => c.fail(format!(
-                    "tuned has no active profile ({other:?}); {PROFILE_KEY} is {joined:?}"
-                )),
-            },
-            Some(false) => {}
-            None => {
-                let recorded = activate::recorded(host)?;
-                c.expect(recorded.as_ref() == Some(names), || {
+/// The active profile(s) are `names` (running, or recorded for tuned's start).
+fn check_active(host: &Host, names: &[String], active: Option<bool>, c: &mut Checklist) -> Result<()> {
+    let joined = names.join(" ");
+    match active {
+        Some(true) => match activate::query(host)? {
+            Active::Running(now) => {
+                c.expect(now == names, || {
                     format!(
-                        "{} records {:?} for tuned's start, but {PROFILE_KEY} is {joined:?}",
-                        activate::ACTIVE_PROFILE,
-                        recorded.unwrap_or_default().join(" ")
+                        "the active tuned profile is {:?}, but {PROFILE_KEY} is {joined:?}",
+                        now.join(" ")
                     )
                 });
             }
+            other => c.fail(format!(
+                "tuned has no active profile ({other:?}); {PROFILE_KEY} is {joined:?}"
+            )),
+        },
+        Some(false) => {}
+        None => {
+            let recorded = activate::recorded(host)?;
+            c.expect(recorded.as_deref() == Some(names), || {
+                format!(
+                    "{} records {:?} for tuned's start, but {PROFILE_KEY} is {joined:?}",
+                    activate::ACTIVE_PROFILE,
+                    recorded.unwrap_or_default().join(" ")
+                )
+            });
         }
     }
-
-    match active {
-        Some(true) => run_verify(host, verify, &mut c)?,
-        Some(false) => c.skip("tuned-adm verify: the tuned service is not running"),
-        None => c.skip("tuned-adm verify: it needs the running tuned daemon, and systemd is not running on this host"),
-    }
-    c.finish()
+    Ok(())
 }
 
 fn run_verify(host: &Host, verify: Verify, c: &mut Checklist) -> Result<()> {

@@ -263,6 +263,20 @@ pub fn main_conf_profile_dirs(text: &str) -> Option<Vec<PathBuf>> {
         let (k, v) = l.split_once('=')?;
         (k.trim() == "profile_dirs").then(|| v.trim().to_string())
     })?;
+    split_dirs(&value)
+}
+
+/// The directories of the commented `# profile_dirs = …` line of `tuned-main.conf`:
+/// the default tuned's build wrote there at install (its Makefile rewrites it).
+pub fn main_conf_default_profile_dirs(text: &str) -> Option<Vec<PathBuf>> {
+    let value = text.lines().find_map(|l| {
+        let (k, v) = l.trim().strip_prefix('#')?.split_once('=')?;
+        (k.trim() == "profile_dirs").then(|| v.trim().to_string())
+    })?;
+    split_dirs(&value)
+}
+
+fn split_dirs(value: &str) -> Option<Vec<PathBuf>> {
     let dirs: Vec<PathBuf> = value
         .split([',', ';'])
         .map(str::trim)

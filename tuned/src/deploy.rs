@@ -10,7 +10,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use skyhook_core::state::StateStore;
+use skyhook_core::records::footprint::Footprint;
+use skyhook_core::records::receipt::InstallReceipt;
+use skyhook_core::records::state::{Record, StateStore};
 use skyhook_core::{ConfigMaps, Host, Result};
 
 use crate::layout::Tuned;
@@ -19,20 +21,38 @@ use crate::plan::{Item, PROFILE_KEY, Plan, SCRIPT_SUFFIX, SCRIPTS_DIR};
 /// What this package deployed on the node (`/var/lib/skyhook-packages/tuned/<name>/state.json`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct State {
-    /// Every file and link this package deployed (host paths).
-    #[serde(default)]
-    pub files: BTreeSet<PathBuf>,
-    /// Directories this package created (removed again once empty).
-    #[serde(default)]
-    pub dirs: BTreeSet<PathBuf>,
+    /// Every file and link this package deployed (host paths), and the directories it
+    /// created or owns (each custom profile's directory), removed again once empty.
+    #[serde(flatten)]
+    pub footprint: Footprint,
     /// The bootloader options in effect after the last config (see [`Plan::bootloader`]);
     /// `None` before the first config.
     #[serde(default)]
     pub bootloader: Option<Vec<String>>,
-    /// The distribution packages apply installed (tuned and the dependencies pulled in
-    /// with it), removed again by uninstall.
-    #[serde(default)]
+    /// Whether tuned was installed before apply, and what apply installed with it;
+    /// recorded before the install starts.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub install: Option<InstallReceipt>,
+    /// The packages apply installed, as versions before the install receipt recorded
+    /// them (read only: uninstall removes them when no receipt is recorded).
+    #[serde(default, skip_serializing_if = "BTreeSet::is_empty")]
     pub packages: BTreeSet<String>,
+}
+
+impl Record for State {
+    fn is_empty(&self) -> bool {
+        self.footprint.is_empty() && self.bootloader.is_none() && self.install.is_none() && self.packages.is_empty()
+    }
+}
+
+impl State {
+    /// The install receipt, or one made of what an earlier version recorded.
+    pub fn receipt(&self) -> InstallReceipt {
+        self.install.clone().unwrap_or_else(|| InstallReceipt {
+            preinstalled: false,
+            added: self.packages.iter().cloned().collect(),
+        })
+    }
 }
 
 /// What a deployment changed.
@@ -51,51 +71,6 @@ impl Changes {
     }
 }
 
-/// The ancestors of `path` that do not exist yet, deepest first.
-fn missing_dirs(host: &Host, path: &Path) -> Vec<PathBuf> {
-    path.ancestors()
-        .skip(1)
-        .take_while(|d| !host.exists(d))
-        .map(Path::to_path_buf)
-        .collect()
-}
-
-/// Removes a deployed file or link; for a profile's `tuned.conf`, also its profile
-/// directory once empty (it may have been created by tuned's own migration of
-/// `/etc/tuned/<name>` to `/etc/tuned/profiles/<name>`, so the state may not list it).
-fn remove_deployed(host: &Host, path: &Path) -> Result<bool> {
-    let removed = host.remove(path)?;
-    if path.file_name().is_some_and(|n| n == "tuned.conf")
-        && let Some(dir) = path.parent()
-        && host.remove_empty_dir(dir)?
-    {
-        log::info!("removed the empty profile directory {}", dir.display());
-    }
-    Ok(removed)
-}
-
-/// Removes the recorded directories that are empty and hold nothing still planned.
-fn prune_dirs(host: &Host, state: &mut State, keep: &BTreeSet<PathBuf>, changes: &mut Changes) -> Result<()> {
-    let mut dirs: Vec<PathBuf> = state.dirs.iter().cloned().collect();
-    dirs.sort_by_key(|d| std::cmp::Reverse(d.components().count()));
-    for dir in dirs {
-        if keep.iter().any(|k| k.starts_with(&dir)) {
-            continue;
-        }
-        if !host.exists(&dir) {
-            state.dirs.remove(&dir);
-        } else if host.remove_empty_dir(&dir)? {
-            log::info!(
-                "removed the directory {} (created by this package, now empty)",
-                dir.display()
-            );
-            state.dirs.remove(&dir);
-            changes.removed.push(dir);
-        }
-    }
-    Ok(())
-}
-
 /// Whether `path` holds `expected`: a file with that content (whatever its mode), or
 /// a link with that target.
 pub fn holds(host: &Host, path: &Path, expected: &Item) -> Result<bool> {
@@ -107,9 +82,17 @@ pub fn holds(host: &Host, path: &Path, expected: &Item) -> Result<bool> {
     })
 }
 
-/// Removes `path` when it [`holds`] `expected`; returns whether it did.
-fn remove_if_same(host: &Host, path: &Path, expected: &Item) -> Result<bool> {
-    if holds(host, path, expected)? && remove_deployed(host, path)? {
+/// Removes `path` when it [`holds`] `expected`; returns whether it did. The copy's
+/// directory was made by the deployment that left the copy: it is taken over, to be
+/// removed once empty.
+fn remove_if_same(host: &Host, footprint: &mut Footprint, path: &Path, expected: &Item) -> Result<bool> {
+    if !holds(host, path, expected)? {
+        return Ok(false);
+    }
+    if let Some(dir) = path.parent() {
+        footprint.adopt_dir(dir);
+    }
+    if footprint.remove(host, path)? {
         log::info!(
             "removed {}: a copy of a configMap key left by an earlier deployment (the bash package, or a \
              tuned upgrade that moved the profile directory)",
@@ -153,14 +136,16 @@ pub fn legacy_copies(configmaps: &ConfigMaps, tuned: Option<&Tuned>) -> Vec<(Pat
 
 /// Deploys `plan`: writes what differs, removes what an earlier run deployed and the
 /// plan no longer holds, and removes stale copies of the same keys at legacy paths.
+/// Every path is claimed in the state before it is written.
 pub fn apply(host: &Host, store: &StateStore, plan: &Plan, configmaps: &ConfigMaps, tuned: &Tuned) -> Result<Changes> {
     let mut state: State = store.load()?;
-    let previous = state.files.clone();
-    let planned: BTreeSet<PathBuf> = plan.items.keys().cloned().collect();
-    for path in &planned {
-        state.dirs.extend(missing_dirs(host, path));
+    let previous = state.footprint.files.clone();
+    for path in plan.items.keys() {
+        state.footprint.claim(host, path);
     }
-    state.files.extend(planned.iter().cloned());
+    for dir in &plan.profile_dirs {
+        state.footprint.adopt_dir(dir);
+    }
     store.save(&state)?;
 
     let mut changes = Changes::default();
@@ -174,19 +159,18 @@ pub fn apply(host: &Host, store: &StateStore, plan: &Plan, configmaps: &ConfigMa
             changes.written.push(path.clone());
         }
     }
-    for stale in previous.difference(&planned) {
-        if remove_deployed(host, stale)? {
+    for stale in previous.iter().filter(|p| !plan.items.contains_key(*p)) {
+        if state.footprint.remove(host, stale)? {
             log::info!("removed {} (its configMap key is gone)", stale.display());
             changes.removed.push(stale.clone());
         }
     }
     for (path, expected) in legacy_copies(configmaps, Some(tuned)) {
-        if !planned.contains(&path) && remove_if_same(host, &path, &expected)? {
+        if !plan.items.contains_key(&path) && remove_if_same(host, &mut state.footprint, &path, &expected)? {
             changes.removed.push(path);
         }
     }
-    prune_dirs(host, &mut state, &planned, &mut changes)?;
-    state.files = planned;
+    state.footprint.prune(host)?;
     store.save(&state)?;
     if !changes.any() {
         log::info!("every profile and script is already deployed as the configMap says; nothing rewritten");
@@ -208,25 +192,19 @@ pub fn record_bootloader(store: &StateStore, options: Vec<String>) -> Result<()>
 pub fn remove_all(host: &Host, store: &StateStore, configmaps: &ConfigMaps) -> Result<Changes> {
     let mut state: State = store.load()?;
     let mut changes = Changes::default();
-    for path in &state.files {
-        if remove_deployed(host, path)? {
+    for path in state.footprint.files.clone() {
+        if state.footprint.remove(host, &path)? {
             log::info!("removed {}", path.display());
-            changes.removed.push(path.clone());
-        }
-    }
-    state.files.clear();
-    store.save(&state)?;
-    for (path, expected) in legacy_copies(configmaps, None) {
-        if remove_if_same(host, &path, &expected)? {
             changes.removed.push(path);
         }
     }
-    let scripts = Path::new(SCRIPTS_DIR);
-    if changes.removed.iter().any(|p| p.parent() == Some(scripts)) && host.remove_empty_dir(scripts)? {
-        log::info!("removed the directory {SCRIPTS_DIR} (now empty)");
-        state.dirs.remove(scripts);
+    store.save(&state)?;
+    for (path, expected) in legacy_copies(configmaps, None) {
+        if remove_if_same(host, &mut state.footprint, &path, &expected)? {
+            changes.removed.push(path);
+        }
     }
-    prune_dirs(host, &mut state, &BTreeSet::new(), &mut changes)?;
+    state.footprint.prune(host)?;
     store.save(&state)?;
     Ok(changes)
 }

@@ -7,6 +7,15 @@
 //! `/etc/tuned/tuned-main.conf` (tuned's own consts.py and spec changelog). Older
 //! tuned never reads `/etc/tuned/profiles`, newer tuned never reads `/etc/tuned/<name>`,
 //! so custom profiles go to the directory the installed tuned actually reads.
+//!
+//! The version alone does not tell: tuned's own packaging builds RHEL < 10 (tuned
+//! 2.24.1 and later included) with the old directories, rewriting the constants of
+//! its Python package (`consts.py`: `USER_PROFILES_DIR`, `SYSTEM_PROFILES_DIR`; before
+//! 2.23 `LOAD_DIRECTORIES`) and the commented `profile_dirs` default of
+//! `tuned-main.conf` at install. So the directories are, in this order: the
+//! `profile_dirs` option that `tuned-main.conf` sets; the installed tuned's
+//! `consts.py`; the commented default of its `tuned-main.conf`; the default of the
+//! version.
 
 use std::fmt;
 use std::path::{Path, PathBuf};
@@ -23,9 +32,13 @@ pub const MAIN_CONF: &str = "/etc/tuned/tuned-main.conf";
 /// The first tuned that reads profiles from `…/profiles/` and knows `profile_dirs`.
 pub const PROFILES_SUBDIR_SINCE: TunedVersion = TunedVersion { major: 2, minor: 23 };
 
-/// The first tuned this package accepts several profiles in `tuned_profile` for
-/// (the bash package's rule, kept for compatibility).
-pub const MULTIPLE_PROFILES_SINCE: TunedVersion = TunedVersion { major: 2, minor: 24 };
+/// The first tuned whose `tuned-adm profile` takes several profiles and merges them
+/// (tuned 2.1.0, December 2012: `nargs="+"` in tuned-adm, the loader merging the
+/// names in order); every distribution this package supports ships a later one.
+pub const MULTIPLE_PROFILES_SINCE: TunedVersion = TunedVersion { major: 2, minor: 1 };
+
+/// Where a distribution installs Python packages (tuned's `consts.py` is below one).
+const PYTHON_LIBS: &[&str] = &["/usr/lib", "/usr/lib64", "/usr/local/lib"];
 
 /// A tuned release, major and minor (the patch level changes nothing here).
 #[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord)]
@@ -82,21 +95,35 @@ impl Tuned {
             })?,
         };
         let main_conf = host.read_to_string(MAIN_CONF)?.unwrap_or_default();
-        Ok(Self::with(text, version, &main_conf))
+        let consts = installed_consts(host)?;
+        Ok(Self::with(text, version, &main_conf, consts.as_ref()))
     }
 
-    /// The layout for tuned `version` with tuned-main.conf text `main_conf`.
-    pub fn with(version_text: String, version: TunedVersion, main_conf: &str) -> Self {
-        let configured = (version >= PROFILES_SUBDIR_SINCE)
+    /// The layout for tuned `version` with tuned-main.conf text `main_conf` and the
+    /// installed tuned's `consts.py` (its path and text), when found.
+    pub fn with(
+        version_text: String,
+        version: TunedVersion,
+        main_conf: &str,
+        consts: Option<&(PathBuf, String)>,
+    ) -> Self {
+        let knows_profile_dirs = version >= PROFILES_SUBDIR_SINCE;
+        let configured = knows_profile_dirs
             .then(|| conf::main_conf_profile_dirs(main_conf))
             .flatten();
-        let (dirs, dirs_source) = match configured {
-            Some(dirs) => (dirs, format!("profile_dirs in {MAIN_CONF}")),
-            None if version >= PROFILES_SUBDIR_SINCE => (
+        let built = consts.and_then(|(path, text)| consts_profile_dirs(text).map(|d| (d, path)));
+        let commented = knows_profile_dirs
+            .then(|| conf::main_conf_default_profile_dirs(main_conf))
+            .flatten();
+        let (dirs, dirs_source) = match (configured, built, commented) {
+            (Some(dirs), _, _) => (dirs, format!("profile_dirs in {MAIN_CONF}")),
+            (None, Some((dirs, path)), _) => (dirs, format!("the installed tuned's build, {}", path.display())),
+            (None, None, Some(dirs)) => (dirs, format!("the commented profile_dirs default in {MAIN_CONF}")),
+            (None, None, None) if knows_profile_dirs => (
                 vec!["/usr/lib/tuned/profiles".into(), "/etc/tuned/profiles".into()],
                 format!("the default of tuned ≥ {PROFILES_SUBDIR_SINCE}"),
             ),
-            None => (
+            (None, None, None) => (
                 vec!["/usr/lib/tuned".into(), "/etc/tuned".into()],
                 format!("the default of tuned < {PROFILES_SUBDIR_SINCE}"),
             ),
@@ -126,6 +153,51 @@ impl Tuned {
     pub fn legacy_dirs() -> [&'static Path; 2] {
         [Path::new("/etc/tuned"), Path::new("/etc/tuned/profiles")]
     }
+}
+
+/// The profile directories a tuned build uses, lowest priority first, from its
+/// `consts.py`: `SYSTEM_PROFILES_DIR` and `USER_PROFILES_DIR` (tuned ≥ 2.23), or
+/// `LOAD_DIRECTORIES` (older tuned).
+pub fn consts_profile_dirs(text: &str) -> Option<Vec<PathBuf>> {
+    let value = |name: &str| {
+        text.lines().find_map(|l| {
+            let (k, v) = l.split_once('=')?;
+            (k.trim() == name).then(|| v.trim().to_string())
+        })
+    };
+    let quoted = |v: &str| -> Vec<PathBuf> {
+        v.split(['"', '\''])
+            .skip(1)
+            .step_by(2)
+            .filter(|d| d.starts_with('/'))
+            .map(PathBuf::from)
+            .collect()
+    };
+    if let (Some(system), Some(user)) = (value("SYSTEM_PROFILES_DIR"), value("USER_PROFILES_DIR")) {
+        let dirs: Vec<PathBuf> = quoted(&system).into_iter().chain(quoted(&user)).collect();
+        return (dirs.len() == 2).then_some(dirs);
+    }
+    let dirs = quoted(&value("LOAD_DIRECTORIES")?);
+    (!dirs.is_empty()).then_some(dirs)
+}
+
+/// The installed tuned's `consts.py` (path and text): below `python3*/site-packages`
+/// (RHEL-like) or `python3*/dist-packages` (Debian-like) of the system's libraries.
+fn installed_consts(host: &Host) -> Result<Option<(PathBuf, String)>> {
+    for lib in PYTHON_LIBS {
+        let mut pythons = host.list_dir(lib)?;
+        pythons.retain(|n| n.starts_with("python3"));
+        pythons.sort();
+        for python in pythons.iter().rev() {
+            for packages in ["site-packages", "dist-packages"] {
+                let path = Path::new(lib).join(python).join(packages).join("tuned/consts.py");
+                if let Some(text) = host.read_to_string(&path)? {
+                    return Ok(Some((path, text)));
+                }
+            }
+        }
+    }
+    Ok(None)
 }
 
 fn version_from_binary(host: &Host) -> std::result::Result<(String, TunedVersion), String> {
@@ -180,6 +252,7 @@ mod tests {
             "2.21.0".into(),
             TunedVersion { major: 2, minor: 21 },
             "profile_dirs = /x\n",
+            None,
         );
         assert_eq!(
             old.user_dir,
@@ -187,7 +260,7 @@ mod tests {
             "profile_dirs is unknown before 2.23"
         );
         assert_eq!(old.profile_file("p"), PathBuf::from("/etc/tuned/p/tuned.conf"));
-        let new = Tuned::with("2.24.0".into(), TunedVersion { major: 2, minor: 24 }, "");
+        let new = Tuned::with("2.24.0".into(), TunedVersion { major: 2, minor: 24 }, "", None);
         assert_eq!(new.profile_file("p"), PathBuf::from("/etc/tuned/profiles/p/tuned.conf"));
         assert_eq!(
             new.candidates("balanced").collect::<Vec<_>>(),
@@ -200,7 +273,50 @@ mod tests {
             "2.25.0".into(),
             TunedVersion { major: 2, minor: 25 },
             "profile_dirs = /usr/lib/tuned/profiles,/var/lib/mine\n",
+            None,
         );
         assert_eq!(custom.user_dir, PathBuf::from("/var/lib/mine"));
+    }
+
+    #[test]
+    fn a_rhel_9_build_of_a_new_tuned_keeps_the_old_directories() {
+        // tuned.spec: %if 0%{?rhel} && 0%{?rhel} < 10 → user profiles in /etc/tuned;
+        // the Makefile rewrites consts.py and the commented default in tuned-main.conf.
+        let consts = (
+            PathBuf::from("/usr/lib/python3.9/site-packages/tuned/consts.py"),
+            "USER_PROFILES_DIR = \"/etc/tuned\"\nSYSTEM_PROFILES_DIR = \"/usr/lib/tuned\"\n".to_string(),
+        );
+        let v = TunedVersion { major: 2, minor: 24 };
+        let rhel9 = Tuned::with("2.24.1".into(), v, "", Some(&consts));
+        assert_eq!(rhel9.user_dir, PathBuf::from("/etc/tuned"));
+        assert_eq!(
+            rhel9.dirs,
+            [PathBuf::from("/usr/lib/tuned"), PathBuf::from("/etc/tuned")]
+        );
+        assert!(
+            rhel9.dirs_source.contains("python3.9/site-packages"),
+            "{}",
+            rhel9.dirs_source
+        );
+        let main = "# profile_dirs = /usr/lib/tuned,/etc/tuned\n";
+        let commented = Tuned::with("2.24.1".into(), v, main, None);
+        assert_eq!(
+            commented.user_dir,
+            PathBuf::from("/etc/tuned"),
+            "the build's commented default"
+        );
+        let set = Tuned::with(
+            "2.24.1".into(),
+            v,
+            "profile_dirs = /usr/lib/tuned,/srv/p\n",
+            Some(&consts),
+        );
+        assert_eq!(set.user_dir, PathBuf::from("/srv/p"), "an explicit profile_dirs wins");
+        let old = "LOAD_DIRECTORIES = [\"/usr/lib/tuned\", \"/etc/tuned\"]\n";
+        assert_eq!(
+            consts_profile_dirs(old).unwrap(),
+            [PathBuf::from("/usr/lib/tuned"), PathBuf::from("/etc/tuned")]
+        );
+        assert_eq!(consts_profile_dirs("X = 1\n"), None);
     }
 }

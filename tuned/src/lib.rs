@@ -80,7 +80,7 @@ fn config(step: &Step) -> Result<Outcome> {
     );
     let store = step.state();
     let state: State = store.load()?;
-    let plan = match request.plan(host, &tuned, &state.files) {
+    let plan = match request.plan(host, &tuned, &state.footprint.files) {
         Ok(plan) if problems.is_empty() => plan,
         Ok(_) => return Err(Error::Input(problems)),
         Err(Error::Input(mut more)) => {
@@ -93,7 +93,7 @@ fn config(step: &Step) -> Result<Outcome> {
     let changes = deploy::apply(host, &store, &plan, &step.configmaps, &tuned)?;
     let cmdline_before = host.read(BOOTCMDLINE)?;
     if let Some(names) = &plan.active {
-        match activate::activate(host, names, changes.any())? {
+        match activate::activate(host, &tuned, names, changes.any())? {
             Activation::Applied => log::info!("tuned profile {:?} is active", names.join(" ")),
             Activation::AlreadyActive | Activation::Recorded => {}
         }

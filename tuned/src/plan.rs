@@ -115,6 +115,8 @@ pub enum Item {
 pub struct Plan {
     /// Every deployed path and what it holds.
     pub items: BTreeMap<PathBuf, Item>,
+    /// The custom profiles' directories, the package's own (see [`Request::profile_dirs`]).
+    pub profile_dirs: BTreeSet<PathBuf>,
     /// The profiles to activate, `None` when `tuned_profile` is absent.
     pub active: Option<Vec<String>>,
     /// The bootloader options of the active profiles and everything they include (in
@@ -179,46 +181,18 @@ impl Request {
                     Err(mut p) => problems.append(&mut p),
                 }
             } else if let Some(name) = script {
-                let name = if name.is_empty() { key } else { name };
-                if name == "." || name == ".." {
-                    problems.push(format!(
-                        "configMap key {key:?}: the script name {name:?} (the key without {SCRIPT_SUFFIX:?}) \
-                         is not a usable file name"
-                    ));
-                    continue;
+                match script_key(key, name, raw) {
+                    Ok(s) => request.scripts.push(s),
+                    Err(problem) => problems.push(problem),
                 }
-                if !raw.starts_with(b"#!") {
-                    log::warn!(
-                        "configMap key {key:?}: the script does not start with '#!'; tuned runs it directly, \
-                         so it needs an interpreter line such as #!/bin/bash"
-                    );
-                }
-                request.scripts.push(ScriptKey {
-                    key: key.to_string(),
-                    name: name.to_string(),
-                    content: raw.to_vec(),
-                });
+            } else if let Some(why) = key_problem(key) {
+                problems.push(format!("configMap key {key:?}: not usable as a profile: {why}"));
             } else {
-                if let Some(why) = key_problem(key) {
-                    problems.push(format!("configMap key {key:?}: not usable as a profile: {why}"));
-                    continue;
-                }
-                match Conf::parse(text) {
-                    Ok(conf) => request.profiles.push(ProfileKey {
-                        name: key.to_string(),
-                        content: raw.to_vec(),
-                        conf,
-                    }),
-                    Err(errors) => {
+                match profile_key(key, text, raw) {
+                    Ok(p) => request.profiles.push(p),
+                    Err(mut p) => {
                         request.broken.push(key.to_string());
-                        problems.extend(errors.into_iter().map(|e| {
-                            bad_line(
-                                key,
-                                e.line,
-                                &e.text,
-                                format!("{} (tuned.conf format, see tuned.conf(5))", e.reason),
-                            )
-                        }))
+                        problems.append(&mut p);
                     }
                 }
             }
@@ -281,188 +255,120 @@ impl Request {
         items
     }
 
-    /// Checks the request against the node and lays out every file; `removed` are the
-    /// paths an earlier run deployed that this run takes away (they do not count as
+    /// The custom profiles' directories (`<user dir>/<name>`): each is the package's
+    /// own, removed with its profile once empty.
+    pub fn profile_dirs(&self, tuned: &Tuned) -> BTreeSet<PathBuf> {
+        self.profiles.iter().map(|p| tuned.user_dir.join(&p.name)).collect()
+    }
+
+    /// Checks the request against the node and lays out every file; `previously` are
+    /// the paths an earlier run deployed (those this run takes away do not count as
     /// present). Every problem is listed.
     pub fn plan(&self, host: &Host, tuned: &Tuned, previously: &BTreeSet<PathBuf>) -> Result<Plan> {
-        let mut problems = Vec::new();
-        let mut plan = Plan {
-            items: self.items(tuned),
-            active: self.active.clone(),
-            bootloader: Vec::new(),
-        };
+        let items = self.items(tuned);
+        let view = View::new(host, tuned, &items, previously);
+        let mut problems = self.profile_dir_problems(&view);
+        problems.extend(self.active_problems(&view));
         for p in &self.profiles {
-            let dir = tuned.user_dir.join(&p.name);
-            if host.exists(&dir) && !host.is_dir(&dir) {
-                problems.push(format!(
-                    "configMap key {:?}: the profile would be deployed in {}, but a file of that name exists \
-                     there; choose another profile name",
-                    p.name,
-                    dir.display()
-                ));
-            }
-        }
-        let removed: BTreeSet<&PathBuf> = previously.iter().filter(|p| !plan.items.contains_key(*p)).collect();
-        let present = |path: &Path| {
-            plan.items.contains_key(path) || (host.exists(path) && !removed.contains(&path.to_path_buf()))
-        };
-        let find =
-            |name: &str, skip: Option<&Path>| tuned.candidates(name).find(|c| Some(c.as_path()) != skip && present(c));
-
-        if let Some(names) = &self.active {
-            if names.len() > 1 && tuned.version < MULTIPLE_PROFILES_SINCE {
-                problems.push(bad_line(
-                    PROFILE_KEY,
-                    1,
-                    self.active_text.trim(),
-                    format!(
-                        "{} profiles are listed, and activating several profiles at once needs tuned {MULTIPLE_PROFILES_SINCE} \
-                         or newer; this node has tuned {}. Workarounds: (1) add one profile to the configMap whose \
-                         [main] section includes the others (include={}) and name only that profile in {PROFILE_KEY}; \
-                         (2) install tuned {MULTIPLE_PROFILES_SINCE} or newer (a distribution release that ships it, \
-                         e.g. Ubuntu 25.04 or later)",
-                        names.len(),
-                        tuned.version_text,
-                        names.join(",")
-                    ),
-                ));
-            }
-            for name in names {
-                if find(name, None).is_none() {
-                    let (line, shown) = line_of(&self.active_text, name);
-                    problems.push(bad_line(
-                        PROFILE_KEY,
-                        line,
-                        shown,
-                        format!(
-                            "profile {name:?} exists neither in this configMap nor on the node (searched {})",
-                            describe_dirs(tuned)
-                        ),
-                    ));
-                }
-            }
-        }
-
-        for p in &self.profiles {
-            let own = tuned.profile_file(&p.name);
-            if let Some(include) = p.conf.include() {
-                for inc in conf::include_names(&include.value) {
-                    match inc {
-                        Include::Required(name) => {
-                            if !conf::is_safe_profile_name(&name) {
-                                problems.push(bad_line(
-                                    &p.name,
-                                    include.line,
-                                    &format!("include={}", include.value),
-                                    format!("{name:?} is not a valid profile name"),
-                                ));
-                            } else if find(&name, Some(&own)).is_none() {
-                                problems.push(bad_line(
-                                    &p.name,
-                                    include.line,
-                                    &format!("include={}", include.value),
-                                    format!(
-                                        "the included profile {name:?} exists neither in this configMap nor on the \
-                                         node (searched {}); add it as a configMap key or fix the name",
-                                        describe_dirs(tuned)
-                                    ),
-                                ));
-                            }
-                        }
-                        Include::Optional(_) => {}
-                        Include::Dynamic(name) => log::warn!(
-                            "configMap key {:?} line {}: include {name:?} uses tuned variables or functions; \
-                             tuned resolves it when it loads the profile, so it is not checked here",
-                            p.name,
-                            include.line
-                        ),
-                    }
-                }
-            }
-            let dir = own.parent().unwrap_or(Path::new("/"));
-            for (section, opt) in p.conf.scripts() {
-                let Some(path) = conf::script_path(&opt.value, dir) else {
-                    log::warn!(
-                        "configMap key {:?} line {}: script {:?} uses tuned variables or functions; not checked",
-                        p.name,
-                        opt.line,
-                        opt.value
-                    );
-                    continue;
-                };
-                let text = format!("{}={}", opt.name, opt.value);
-                let why = match plan.items.get(&path) {
-                    Some(Item::File { .. } | Item::Link { .. }) => None,
-                    None if !present(&path) && path.parent() == Some(Path::new(SCRIPTS_DIR)) => Some(format!(
-                        "the [{}] script {} does not exist on the node and no {SCRIPT_SUFFIX} key deploys it \
-                         (a configMap key named {:?} would)",
-                        section.name,
-                        path.display(),
-                        format!(
-                            "{}{SCRIPT_SUFFIX}",
-                            path.file_name().unwrap_or_default().to_string_lossy()
-                        )
-                    )),
-                    None if !present(&path) => Some(format!(
-                        "the [{}] script {} does not exist on the node (only scripts in {SCRIPTS_DIR} can be \
-                         deployed from the configMap, as <name>{SCRIPT_SUFFIX} keys)",
-                        section.name,
-                        path.display()
-                    )),
-                    None if host.mode(&path)?.is_some_and(|m| m & 0o111 == 0) => Some(format!(
-                        "the [{}] script {} exists but is not executable; tuned runs it directly",
-                        section.name,
-                        path.display()
-                    )),
-                    None => None,
-                };
-                if let Some(why) = why {
-                    problems.push(bad_line(&p.name, opt.line, &text, why));
-                }
-            }
+            problems.extend(include_problems(p, &view));
+            problems.extend(script_problems(p, &view)?);
         }
         if !problems.is_empty() {
             return Err(Error::Input(problems));
         }
-        plan.bootloader = self.bootloader_chain(host, tuned, &present);
+        let mut bootloader = self.bootloader_chain(&view);
         for p in &self.profiles {
-            plan.bootloader.extend(
+            bootloader.extend(
                 p.conf
                     .bootloader()
                     .into_iter()
                     .map(|o| format!("deployed {} {o}", p.name)),
             );
         }
-        Ok(plan)
+        Ok(Plan {
+            profile_dirs: self.profile_dirs(tuned),
+            items,
+            active: self.active.clone(),
+            bootloader,
+        })
+    }
+
+    /// A custom profile whose directory would be a file already on the node.
+    fn profile_dir_problems(&self, view: &View) -> Vec<String> {
+        self.profiles
+            .iter()
+            .map(|p| view.tuned.user_dir.join(&p.name))
+            .zip(&self.profiles)
+            .filter(|(dir, _)| view.host.exists(dir) && !view.host.is_dir(dir))
+            .map(|(dir, p)| {
+                format!(
+                    "configMap key {:?}: the profile would be deployed in {}, but a file of that name exists \
+                     there; choose another profile name",
+                    p.name,
+                    dir.display()
+                )
+            })
+            .collect()
+    }
+
+    /// `tuned_profile`: several profiles only where tuned merges them, each one found.
+    fn active_problems(&self, view: &View) -> Vec<String> {
+        let mut problems = Vec::new();
+        let Some(names) = &self.active else {
+            return problems;
+        };
+        let tuned = view.tuned;
+        if names.len() > 1 && tuned.version < MULTIPLE_PROFILES_SINCE {
+            problems.push(bad_line(
+                PROFILE_KEY,
+                1,
+                self.active_text.trim(),
+                format!(
+                    "{} profiles are listed, and activating several profiles at once needs tuned {MULTIPLE_PROFILES_SINCE} \
+                     or newer; this node has tuned {}. Workarounds: (1) add one profile to the configMap whose \
+                     [main] section includes the others (include={}) and name only that profile in {PROFILE_KEY}; \
+                     (2) install tuned {MULTIPLE_PROFILES_SINCE} or newer",
+                    names.len(),
+                    tuned.version_text,
+                    names.join(",")
+                ),
+            ));
+        }
+        for name in names.iter().filter(|n| view.find(n, None).is_none()) {
+            let (line, shown) = line_of(&self.active_text, name);
+            problems.push(bad_line(
+                PROFILE_KEY,
+                line,
+                shown,
+                format!(
+                    "profile {name:?} exists neither in this configMap nor on the node (searched {})",
+                    describe_dirs(tuned)
+                ),
+            ));
+        }
+        problems
     }
 
     /// The bootloader options of the active profiles and their includes, in the order
     /// tuned loads them (includes first, each file once).
-    fn bootloader_chain(&self, host: &Host, tuned: &Tuned, present: &dyn Fn(&Path) -> bool) -> Vec<String> {
+    fn bootloader_chain(&self, view: &View) -> Vec<String> {
         let mut out = Vec::new();
         let mut seen = Vec::new();
         for name in self.active.iter().flatten() {
-            self.collect(host, tuned, present, name, &mut seen, &mut out);
+            self.collect(view, name, &mut seen, &mut out);
         }
         out
     }
 
-    fn collect(
-        &self,
-        host: &Host,
-        tuned: &Tuned,
-        present: &dyn Fn(&Path) -> bool,
-        name: &str,
-        seen: &mut Vec<PathBuf>,
-        out: &mut Vec<String>,
-    ) {
-        let Some(file) = tuned.candidates(name).find(|c| !seen.contains(c) && present(c)) else {
+    fn collect(&self, view: &View, name: &str, seen: &mut Vec<PathBuf>, out: &mut Vec<String>) {
+        let tuned = view.tuned;
+        let Some(file) = tuned.candidates(name).find(|c| !seen.contains(c) && view.present(c)) else {
             return;
         };
         seen.push(file.clone());
         let conf = match self.profile(name).filter(|_| file == tuned.profile_file(name)) {
             Some(p) => p.conf.clone(),
-            None => match host.read_to_string(&file).ok().flatten().map(|t| Conf::parse(&t)) {
+            None => match view.host.read_to_string(&file).ok().flatten().map(|t| Conf::parse(&t)) {
                 Some(Ok(c)) => c,
                 _ => return,
             },
@@ -470,11 +376,183 @@ impl Request {
         if let Some(include) = conf.include() {
             for inc in conf::include_names(&include.value) {
                 if let Include::Required(n) | Include::Optional(n) = inc {
-                    self.collect(host, tuned, present, &n, seen, out);
+                    self.collect(view, &n, seen, out);
                 }
             }
         }
         out.extend(conf.bootloader().into_iter().map(|o| format!("active {name} {o}")));
+    }
+}
+
+/// The node as this config leaves it, for the checks: what it deploys, and what is
+/// there already and stays.
+struct View<'a> {
+    host: &'a Host,
+    tuned: &'a Tuned,
+    items: &'a BTreeMap<PathBuf, Item>,
+    /// Paths an earlier run deployed that this run takes away.
+    removed: BTreeSet<&'a PathBuf>,
+}
+
+impl<'a> View<'a> {
+    fn new(
+        host: &'a Host,
+        tuned: &'a Tuned,
+        items: &'a BTreeMap<PathBuf, Item>,
+        previously: &'a BTreeSet<PathBuf>,
+    ) -> Self {
+        let removed = previously.iter().filter(|p| !items.contains_key(*p)).collect();
+        View {
+            host,
+            tuned,
+            items,
+            removed,
+        }
+    }
+
+    /// Whether `path` exists once this config is deployed.
+    fn present(&self, path: &Path) -> bool {
+        self.items.contains_key(path) || (self.host.exists(path) && !self.removed.contains(&path.to_path_buf()))
+    }
+
+    /// The profile file tuned would load for `name` (other than `skip`).
+    fn find(&self, name: &str, skip: Option<&Path>) -> Option<PathBuf> {
+        self.tuned
+            .candidates(name)
+            .find(|c| Some(c.as_path()) != skip && self.present(c))
+    }
+}
+
+/// A profile's `include=`: every required profile exists (in the configMap or on the node).
+fn include_problems(p: &ProfileKey, view: &View) -> Vec<String> {
+    let mut problems = Vec::new();
+    let Some(include) = p.conf.include() else {
+        return problems;
+    };
+    let own = view.tuned.profile_file(&p.name);
+    let shown = format!("include={}", include.value);
+    for inc in conf::include_names(&include.value) {
+        match inc {
+            Include::Required(name) if !conf::is_safe_profile_name(&name) => problems.push(bad_line(
+                &p.name,
+                include.line,
+                &shown,
+                format!("{name:?} is not a valid profile name"),
+            )),
+            Include::Required(name) if view.find(&name, Some(&own)).is_none() => problems.push(bad_line(
+                &p.name,
+                include.line,
+                &shown,
+                format!(
+                    "the included profile {name:?} exists neither in this configMap nor on the node (searched {}); \
+                     add it as a configMap key or fix the name",
+                    describe_dirs(view.tuned)
+                ),
+            )),
+            Include::Required(_) | Include::Optional(_) => {}
+            Include::Dynamic(name) => log::warn!(
+                "configMap key {:?} line {}: include {name:?} uses tuned variables or functions; \
+                 tuned resolves it when it loads the profile, so it is not checked here",
+                p.name,
+                include.line
+            ),
+        }
+    }
+    problems
+}
+
+/// A profile's `[script]` options: each script deployed by this config, or on the node
+/// and executable.
+fn script_problems(p: &ProfileKey, view: &View) -> Result<Vec<String>> {
+    let mut problems = Vec::new();
+    let own = view.tuned.profile_file(&p.name);
+    let dir = own.parent().unwrap_or(Path::new("/"));
+    for (section, opt) in p.conf.scripts() {
+        let Some(path) = conf::script_path(&opt.value, dir) else {
+            log::warn!(
+                "configMap key {:?} line {}: script {:?} uses tuned variables or functions; not checked",
+                p.name,
+                opt.line,
+                opt.value
+            );
+            continue;
+        };
+        if let Some(why) = script_problem(&section.name, &path, view)? {
+            problems.push(bad_line(&p.name, opt.line, &format!("{}={}", opt.name, opt.value), why));
+        }
+    }
+    Ok(problems)
+}
+
+/// Why the `[section]` script `path` cannot run, if it cannot.
+fn script_problem(section: &str, path: &Path, view: &View) -> Result<Option<String>> {
+    let shown = path.display();
+    Ok(if view.items.contains_key(path) {
+        None
+    } else if !view.present(path) && path.parent() == Some(Path::new(SCRIPTS_DIR)) {
+        Some(format!(
+            "the [{section}] script {shown} does not exist on the node and no {SCRIPT_SUFFIX} key deploys it \
+             (a configMap key named {:?} would)",
+            format!(
+                "{}{SCRIPT_SUFFIX}",
+                path.file_name().unwrap_or_default().to_string_lossy()
+            )
+        ))
+    } else if !view.present(path) {
+        Some(format!(
+            "the [{section}] script {shown} does not exist on the node (only scripts in {SCRIPTS_DIR} can be \
+             deployed from the configMap, as <name>{SCRIPT_SUFFIX} keys)"
+        ))
+    } else if view.host.mode(path)?.is_some_and(|m| m & 0o111 == 0) {
+        Some(format!(
+            "the [{section}] script {shown} exists but is not executable; tuned runs it directly"
+        ))
+    } else {
+        None
+    })
+}
+
+/// The script key `key` (`name` is the key without its suffix).
+fn script_key(key: &str, name: &str, raw: &[u8]) -> std::result::Result<ScriptKey, String> {
+    let name = if name.is_empty() { key } else { name };
+    if name == "." || name == ".." {
+        return Err(format!(
+            "configMap key {key:?}: the script name {name:?} (the key without {SCRIPT_SUFFIX:?}) \
+             is not a usable file name"
+        ));
+    }
+    if !raw.starts_with(b"#!") {
+        log::warn!(
+            "configMap key {key:?}: the script does not start with '#!'; tuned runs it directly, \
+             so it needs an interpreter line such as #!/bin/bash"
+        );
+    }
+    Ok(ScriptKey {
+        key: key.to_string(),
+        name: name.to_string(),
+        content: raw.to_vec(),
+    })
+}
+
+/// The custom profile key `key` with its text, parsed; its format errors otherwise.
+fn profile_key(key: &str, text: &str, raw: &[u8]) -> std::result::Result<ProfileKey, Vec<String>> {
+    match Conf::parse(text) {
+        Ok(conf) => Ok(ProfileKey {
+            name: key.to_string(),
+            content: raw.to_vec(),
+            conf,
+        }),
+        Err(errors) => Err(errors
+            .into_iter()
+            .map(|e| {
+                bad_line(
+                    key,
+                    e.line,
+                    &e.text,
+                    format!("{} (tuned.conf format, see tuned.conf(5))", e.reason),
+                )
+            })
+            .collect()),
     }
 }
 

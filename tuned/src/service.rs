@@ -3,6 +3,7 @@
 //! stops and removes it, and their checks.
 
 use skyhook_core::pkgmgr::{PackageManager, Retry};
+use skyhook_core::records::receipt::InstallReceipt;
 use skyhook_core::systemd::{Applied, Systemd};
 use skyhook_core::{Checklist, Outcome, Result, Step};
 
@@ -20,17 +21,22 @@ fn package_manager(step: &Step) -> Result<PackageManager<'_>> {
 /// apply and upgrade: install tuned (skipped when installed), enable and start it.
 pub fn install(step: &Step) -> Result<Outcome> {
     let pm = package_manager(step)?;
-    let added = pm.install(&[TUNED])?;
+    let store = step.state();
+    let mut state: State = store.load()?;
+    let mut receipt = match state.install.clone() {
+        Some(receipt) => receipt,
+        None => InstallReceipt::before(&pm, &[TUNED])?,
+    };
+    // Recorded before installing: a run killed after the install still knows what it added.
+    let added = receipt.install(&pm, &[TUNED], |r| {
+        state.install = Some(r.clone());
+        store.save_or_clear(&state)
+    })?;
     if added.is_empty() {
         log::info!(
             "tuned {} is already installed; no repository refresh, no install",
             pm.installed_version(TUNED)?.unwrap_or_default()
         );
-    } else {
-        let store = step.state();
-        let mut state: State = store.load()?;
-        state.packages.extend(added);
-        store.save(&state)?;
     }
     let systemd = Systemd::new(&step.host);
     systemd.enable(TUNED)?;
@@ -89,8 +95,8 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     }
     let removed = deploy::remove_all(host, &store, &step.configmaps)?;
     log::info!("removed {} deployed file(s) and directories", removed.removed.len());
-    let packages: Vec<String> = state.packages.iter().cloned().collect();
-    pm.remove_added(&[TUNED], &packages)?;
+    // tuned goes even where the distribution had installed it (the bash package's rule).
+    state.receipt().remove(&pm, &[TUNED])?;
     store.clear()?;
     if state.bootloader.is_some_and(|b| !b.is_empty()) {
         log::warn!(
@@ -123,7 +129,7 @@ pub fn uninstall_check(step: &Step) -> Result<()> {
     let store = step.state();
     if store.exists() {
         let state: State = store.load()?;
-        for f in state.files.iter().filter(|f| host.exists(f)) {
+        for f in state.footprint.files.iter().filter(|f| host.exists(f)) {
             c.fail(format!(
                 "{} (deployed by this package) is still on the node",
                 f.display()

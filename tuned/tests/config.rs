@@ -6,6 +6,7 @@
 mod common;
 
 use common::*;
+use skyhook_core::distro::fixtures;
 use skyhook_testkit::Node;
 
 fn read_link(node: &Node, path: &str) -> String {
@@ -38,7 +39,11 @@ fn the_readme_example_deploys_profiles_and_script_activates_and_asks_for_a_reboo
         README_SCRIPT,
         "the path the bash package wrote works too"
     );
-    assert_eq!(calls_of(&node, "tuned-adm"), ["tuned-adm profile custom_profile"]);
+    assert_eq!(
+        calls_of(&node, "tuned-adm"),
+        ["tuned-adm list", "tuned-adm profile custom_profile"],
+        "tuned is asked whether it sees the profile before activating it"
+    );
     assert_eq!(node.read("/etc/tuned/active_profile").unwrap(), "custom_profile\n");
     node.run("config-check").expect_code(0);
 
@@ -90,19 +95,76 @@ fn profile_dirs_of_tuned_main_conf_decide_where_profiles_go() {
 }
 
 #[test]
-fn several_profiles_are_refused_before_tuned_2_24_with_the_workarounds() {
-    let node = debian(Some("2.20.0"));
+fn several_profiles_are_refused_only_before_tuned_2_1_with_the_workarounds() {
+    let node = debian(Some("2.0.1"));
     node.configmap("tuned_profile", "throughput-performance network-latency\n");
     let before = node.snapshot();
     node.run("config")
         .expect_code(2)
         .expect_output("configMap key \"tuned_profile\" line 1")
-        .expect_output("needs tuned 2.24 or newer; this node has tuned 2.20.0")
+        .expect_output("needs tuned 2.1 or newer; this node has tuned 2.0.1")
         .expect_output("include=throughput-performance,network-latency")
-        .expect_output("install tuned 2.24 or newer")
+        .expect_output("install tuned 2.1 or newer")
         .expect_output("nothing on the node was changed");
     before.assert_same(&node.snapshot());
     assert!(!node.calls().iter().any(|c| c.starts_with("tuned-adm profile")));
+}
+
+#[test]
+fn several_profiles_are_activated_on_the_tuned_of_every_supported_distribution() {
+    // Ubuntu 22.04 ships 2.15, Debian 12 2.19, Ubuntu 24.04 2.21, RHEL 9 2.22 to 2.25.
+    for version in ["2.15.0", "2.19.0", "2.21.0", "2.22.1"] {
+        let node = debian(Some(version));
+        node.configmap("tuned_profile", "throughput-performance network-latency\n");
+        node.run("config").expect_code(0);
+        assert!(
+            node.calls()
+                .contains(&"tuned-adm profile throughput-performance network-latency".to_string()),
+            "{version}: {:?}",
+            node.calls()
+        );
+        node.run("config-check").expect_code(0);
+    }
+    let node = rhel(fixtures::RHEL_9, false, Some("2.25.1"));
+    node.configmap("tuned_profile", "throughput-performance network-latency\n");
+    node.run("config").expect_code(0);
+    node.run("config-check").expect_code(0);
+}
+
+#[test]
+fn on_rhel_9_a_new_tuned_built_with_the_old_directories_gets_its_profile_there() {
+    // tuned's spec builds RHEL < 10 with /etc/tuned and /usr/lib/tuned from 2.24.1 on.
+    let node = rhel(fixtures::ROCKY_9, false, Some("2.24.1"));
+    node.configmap("tuned_profile", "mine")
+        .configmap("mine", "[main]\ninclude=throughput-performance\n");
+    node.run("config")
+        .expect_code(0)
+        .expect_output("the installed tuned's build, /usr/lib/python3.9/site-packages/tuned/consts.py");
+    assert!(node.exists("/etc/tuned/mine/tuned.conf"));
+    assert!(!node.exists("/etc/tuned/profiles/mine"));
+    assert_eq!(
+        calls_of(&node, "tuned-adm"),
+        ["tuned-adm list", "tuned-adm profile mine"]
+    );
+    node.run("config-check").expect_code(0);
+    node.run("uninstall").expect_code(0);
+    assert!(!node.exists("/etc/tuned/mine"));
+}
+
+#[test]
+fn a_profile_tuned_does_not_list_is_not_activated() {
+    // The build's constants are unreadable: the version's default (/etc/tuned/profiles)
+    // is not where this tuned looks; tuned-adm list says so before anything is activated.
+    let node = rhel(fixtures::RHEL_9, false, Some("2.24.1"));
+    std::fs::remove_file(node.path("/usr/lib/python3.9/site-packages/tuned/consts.py")).unwrap();
+    node.configmap("tuned_profile", "mine")
+        .configmap("mine", "[sysctl]\nvm.swappiness=10\n");
+    node.run("config")
+        .expect_code(1)
+        .expect_output("tuned does not know the profile(s) \"mine\" (`tuned-adm list`")
+        .expect_output("nothing was activated");
+    assert!(!node.calls().iter().any(|c| c.starts_with("tuned-adm profile")));
+    assert_ne!(node.read("/etc/tuned/active_profile").as_deref(), Some("mine\n"));
 }
 
 #[test]

@@ -128,3 +128,53 @@ fn apply_check_lists_every_unmet_expectation() {
         .expect_output("not enabled")
         .expect_output("not active");
 }
+
+#[test]
+fn waits_for_the_apt_lists_lock_that_update_does_not_wait_for_and_names_its_holder() {
+    let mut node = debian(None);
+    node.env("SKYHOOK_PKG_RETRY_PAUSE", "0");
+    // apt-daily / unattended-upgrades refresh at first boot; apt-get update fails at once.
+    node.hold_apt_lists_lock(5, "unattended-upgr");
+    node.run("apply")
+        .expect_code(0)
+        .expect_output("another process holds the package lists lock")
+        .expect_output("(unattended-upgr)")
+        .expect_output("apt-daily.service or unattended-upgrades")
+        .expect_output("10 min in all");
+    let updates = calls_of(&node, "apt-get")
+        .iter()
+        .filter(|c| c.contains(" update "))
+        .count();
+    assert_eq!(updates, 6, "five refused, the sixth refreshes: {:?}", node.calls());
+    assert!(node.exists("/usr/sbin/tuned"));
+}
+
+#[test]
+fn a_third_party_repository_failing_its_refresh_does_not_stop_the_install() {
+    let mut node = debian(None);
+    node.env("SKYHOOK_PKG_RETRY_PAUSE", "0");
+    node.break_apt_repository("https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2204/x86_64");
+    node.run("apply")
+        .expect_code(0)
+        .expect_output("not retried: a repository's signing key is missing, expired or rotated")
+        .expect_output("installing from the lists as they are");
+    let updates = calls_of(&node, "apt-get")
+        .iter()
+        .filter(|c| c.contains(" update "))
+        .count();
+    assert_eq!(updates, 1, "a broken key is not retried: {:?}", node.calls());
+    assert!(node.exists("/usr/sbin/tuned"));
+    node.run("apply-check").expect_code(0);
+}
+
+#[test]
+fn rhel_without_enabled_repositories_fails_at_once_and_says_to_register() {
+    let node = rhel(fixtures::RHEL_9, false, None);
+    node.disable_repositories();
+    node.run("apply")
+        .expect_code(1)
+        .expect_output("There are no enabled repositories")
+        .expect_output("attempt 1 of 3, not retried")
+        .expect_output("subscription-manager register");
+    assert_eq!(calls_of(&node, "dnf"), ["dnf -y install tuned"], "tried once");
+}

@@ -22,7 +22,6 @@ use std::path::{Path, PathBuf};
 
 use skyhook_core::boot::OwnArgs;
 use skyhook_core::error::bad_line;
-use skyhook_core::state::StateStore;
 use skyhook_core::sysctl::{self as ksysctl, Key};
 use skyhook_core::systemd::Systemd;
 use skyhook_core::{Error, Host, HostError, Interrupt, Outcome, Result, Step};
@@ -34,15 +33,6 @@ use crate::paths::Paths;
 use crate::shared;
 use crate::state::{LiveChange, State};
 use crate::sysctl::{self, Live};
-
-/// Saves `state`, or removes the state file when nothing is recorded.
-pub fn persist(store: &StateStore<'_>, state: &State) -> Result<()> {
-    if state.is_empty() {
-        store.clear()
-    } else {
-        store.save(state).map(|_| ())
-    }
-}
 
 /// What removing some of the package's files asks for.
 #[derive(Debug, Default)]
@@ -258,13 +248,13 @@ pub fn config(step: &Step) -> Result<Outcome> {
     }
     intent.pending.daemon_reload |= !changed_units.is_empty();
     intent.pending.boot_config |= grub_change || legacy_grub;
-    persist(&store, &intent)?;
+    store.save_or_clear(&intent)?;
 
     // Act: kernel parameters first, so that a refused value changes nothing else.
     let applied = match apply_live(host, &sets, &mut intent, &before) {
         Ok(n) => n,
         Err(e) => {
-            persist(&store, &before)?;
+            store.save_or_clear(&before)?;
             return Err(e);
         }
     };
@@ -291,7 +281,7 @@ pub fn config(step: &Step) -> Result<Outcome> {
     if let Some(b) = &boot
         && intent.pending.boot_config
     {
-        if !grub::apply(&own(b), &mut intent, &desired.grub, |s| persist(&store, s))? {
+        if !grub::apply(&own(b), &mut intent, &desired.grub, |s| store.save_or_clear(s))? {
             b.regenerate(host)?;
         }
         grub_changed = true;
@@ -300,7 +290,7 @@ pub fn config(step: &Step) -> Result<Outcome> {
         }
         intent.pending.boot_config = false;
     }
-    persist(&store, &intent)?;
+    store.save_or_clear(&intent)?;
 
     // Report what each change needs.
     let mut needs = Vec::new();

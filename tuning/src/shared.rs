@@ -13,9 +13,9 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use skyhook_core::footprint::Footprint;
 use skyhook_core::pam::{self, Appended, SESSION_FILES};
-use skyhook_core::state::StateStore;
+use skyhook_core::records::footprint::Footprint;
+use skyhook_core::records::state::{Record, StateStore};
 use skyhook_core::{Host, Result};
 
 /// The PAM module.
@@ -39,7 +39,7 @@ pub struct Ledger {
     pub dirs: BTreeSet<PathBuf>,
 }
 
-impl Ledger {
+impl Record for Ledger {
     fn is_empty(&self) -> bool {
         self.added.is_empty() && self.users.is_empty() && self.dirs.is_empty()
     }
@@ -50,20 +50,13 @@ pub fn store(host: &Host) -> StateStore<'_> {
     StateStore::new(host, "tuning", "_shared")
 }
 
-fn persist(store: &StateStore<'_>, ledger: &Ledger) -> Result<()> {
-    if ledger.is_empty() {
-        store.clear()
-    } else {
-        store.save(ledger).map(|_| ())
-    }
-}
-
 /// Takes over `dirs` (created by an entry being uninstalled, still holding other
 /// entries' files), then removes every recorded directory that is empty.
 pub fn hand_over_dirs(host: &Host, dirs: &BTreeSet<PathBuf>) -> Result<()> {
     let store = store(host);
     if dirs.is_empty() && !store.exists() {
-        return Ok(());
+        // Nothing recorded; an interrupted clear may still have left empty directories.
+        return store.clear();
     }
     let mut ledger: Ledger = store.load()?;
     ledger.dirs.extend(dirs.iter().cloned());
@@ -73,7 +66,7 @@ pub fn hand_over_dirs(host: &Host, dirs: &BTreeSet<PathBuf>) -> Result<()> {
     };
     fp.prune(host)?;
     ledger.dirs = fp.dirs;
-    persist(&store, &ledger)
+    store.save_or_clear(&ledger)
 }
 
 /// The lines appended where pam_limits is missing.
@@ -119,7 +112,7 @@ pub fn ensure(host: &Host, name: &str) -> Result<bool> {
             changed = true;
         }
     }
-    persist(&store, &ledger)?;
+    store.save_or_clear(&ledger)?;
     Ok(changed)
 }
 
@@ -128,6 +121,7 @@ pub fn ensure(host: &Host, name: &str) -> Result<bool> {
 pub fn release(host: &Host, name: &str) -> Result<bool> {
     let store = store(host);
     if !store.exists() {
+        store.clear()?;
         return Ok(false);
     }
     let mut ledger: Ledger = store.load()?;
@@ -143,7 +137,7 @@ pub fn release(host: &Host, name: &str) -> Result<bool> {
             changed = true;
         }
     }
-    persist(&store, &ledger)?;
+    store.save_or_clear(&ledger)?;
     Ok(changed)
 }
 

@@ -9,7 +9,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 use skyhook_core::boot::ArgsRecord;
-use skyhook_core::footprint::Footprint;
+use skyhook_core::records::footprint::Footprint;
+use skyhook_core::records::state::Record;
 
 /// A kernel parameter this package changed live.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -57,5 +58,11 @@ impl State {
     /// Whether nothing is recorded (the state file can go).
     pub fn is_empty(&self) -> bool {
         self.footprint.is_empty() && self.sysctl.is_empty() && self.grub.is_empty() && self.pending.is_empty()
+    }
+}
+
+impl Record for State {
+    fn is_empty(&self) -> bool {
+        State::is_empty(self)
     }
 }

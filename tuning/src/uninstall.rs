@@ -9,7 +9,7 @@ use skyhook_core::boot::OwnArgs;
 use skyhook_core::systemd::Systemd;
 use skyhook_core::{Checklist, Interrupt, Outcome, Result, Step};
 
-use crate::reconcile::{describe, persist, remove_files, restore_live};
+use crate::reconcile::{describe, remove_files, restore_live};
 use crate::state::State;
 use crate::{grub, legacy, paths::Paths, shared};
 
@@ -43,13 +43,13 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     // Record what must be finished if this run is interrupted.
     state.pending.daemon_reload |= files.iter().any(|p| Paths::unit_of(p).is_some());
     state.pending.boot_config |= needs_boot;
-    persist(&store, &state)?;
+    store.save_or_clear(&state)?;
 
     let changes: Vec<_> = std::mem::take(&mut state.sysctl).into_iter().collect();
     for (key, change) in &changes {
         restore_live(host, key, change)?;
     }
-    persist(&store, &state)?;
+    store.save_or_clear(&state)?;
     let removed = remove_files(host, &mut state, &files)?;
     shared::release(host, &paths.name)?;
     if state.pending.daemon_reload {
@@ -65,7 +65,7 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
             drop_in: &grub_path,
             header: &header,
         };
-        if !grub::apply(&own, &mut state, &[], |s| persist(&store, s))? {
+        if !grub::apply(&own, &mut state, &[], |s| store.save_or_clear(s))? {
             b.regenerate(host)?;
         }
         state.footprint.remove(host, &grub_path)?;

@@ -7,7 +7,8 @@
 //! (files under a root, never through a symbolic link: [`nofollow`]; external commands
 //! through a [`command::Runner`]), [`systemd`],
 //! [`distro`], [`pkgmgr`] and [`boot`] shared host operations, [`interrupt`] what a
-//! change needs from the operator, [`state`] what a package deployed, [`config`] the
+//! change needs from the operator, [`records`] what a package deployed and changed
+//! (state, footprint, saved originals, install receipt), [`config`] the
 //! config.json model and its validation, and [`run`] the entry point that ties them
 //! together and turns the result into an exit code.
 
@@ -19,18 +20,16 @@ pub mod configmap;
 pub mod context;
 pub mod distro;
 pub mod error;
-pub mod footprint;
 pub mod host;
 pub mod interrupt;
 pub mod limits;
 pub mod mode;
 pub mod nofollow;
-pub mod original;
 pub mod pam;
 pub mod pkgmgr;
+pub mod records;
 pub mod run;
 pub mod semver;
-pub mod state;
 pub mod sysctl;
 pub mod systemd;
 pub mod unitfile;

@@ -6,6 +6,15 @@
 //!
 //! Retries are tunable from the SCR's `env`: `SKYHOOK_PKG_ATTEMPTS` (default 3) and
 //! `SKYHOOK_PKG_RETRY_PAUSE` (seconds, default 15).
+//!
+//! `apt-get update` does not wait for the apt lists lock (`DPkg::Lock::Timeout` covers
+//! the dpkg lock only), and apt-daily / unattended-upgrades hold it for minutes on a
+//! freshly booted node: the refresh waits for it, up to [`LISTS_LOCK_WAIT`], saying
+//! which process holds it. A refresh that fails on one repository (a third-party
+//! repository whose key rotated, say) does not stop the install: it goes on with the
+//! package lists as they are, and fails only if the package cannot be found there.
+//! Failures that no retry can cure (an unknown package, no enabled repository) fail at
+//! once, saying why.
 
 use std::collections::BTreeSet;
 use std::time::Duration;
@@ -89,12 +98,46 @@ impl Retry {
     }
 }
 
-/// Output that means retrying cannot help (the package does not exist).
-const PERMANENT: &[&str] = &[
-    "Unable to locate package",
-    "No match for argument",
-    "has no installation candidate",
+/// How long `apt-get update` waits for the apt lists lock, in checks [`LISTS_LOCK_POLL`]
+/// apart (at most that pause; the retry pause when shorter): 10 minutes.
+pub const LISTS_LOCK_WAIT: Duration = Duration::from_secs(600);
+/// The pause between two checks of the apt lists lock.
+pub const LISTS_LOCK_POLL: Duration = Duration::from_secs(5);
+
+/// What apt prints when another process holds the lists lock.
+const LISTS_LOCK: &str = "Could not get lock /var/lib/apt/lists/lock";
+
+/// Output that means retrying cannot help, with why, for the operator.
+const PERMANENT: &[(&str, &str)] = &[
+    ("Unable to locate package", "the package is unknown to the repositories"),
+    ("No match for argument", "the package is unknown to the repositories"),
+    (
+        "has no installation candidate",
+        "the package is unknown to the repositories",
+    ),
+    (
+        "There are no enabled repositories",
+        "this host has no enabled package repository, which no retry changes: on RHEL, register the \
+         node (subscription-manager register, with an activation key or Simple Content Access) or \
+         configure a repository in /etc/yum.repos.d",
+    ),
 ];
+
+/// Output of `apt-get update` that names one broken repository (the others refreshed).
+const REPOSITORY_BROKEN: &[&str] = &[
+    "is not signed",
+    "NO_PUBKEY",
+    "EXPKEYSIG",
+    "does not have a Release file",
+];
+
+/// Why `out` is a failure no retry cures, if it is.
+fn permanent(out: &Output) -> Option<&'static str> {
+    PERMANENT
+        .iter()
+        .find(|(p, _)| out.stdout.contains(p) || out.stderr.contains(p))
+        .map(|(_, why)| *why)
+}
 
 /// The host's package manager.
 pub struct PackageManager<'h> {
@@ -145,6 +188,16 @@ impl<'h> PackageManager<'h> {
             }
         };
         Ok(out.success().then(|| out.stdout.trim().to_string()))
+    }
+
+    /// Whether `package` is installed or offered by the repositories (`dnf -q info`,
+    /// `yum -q info`, `apt-cache show`).
+    pub fn is_available(&self, package: &str) -> Result<bool, HostError> {
+        let cmd = match self.tool {
+            Tool::AptGet => Cmd::new("apt-cache").args(["show", "-q", package]),
+            Tool::Dnf | Tool::Yum => Cmd::new(self.tool.program()).args(["-q", "info", package]),
+        };
+        Ok(self.host.run(&cmd)?.success())
     }
 
     /// Answers debconf questions before an install (apt only; no-op elsewhere).
@@ -202,7 +255,7 @@ impl<'h> PackageManager<'h> {
         let before = self.installed_packages()?;
         match self.tool {
             Tool::AptGet => {
-                self.retrying(&apt(["update", "-q"]))?;
+                self.refresh_lists()?;
                 self.retrying(
                     &apt([
                         "install",
@@ -312,6 +365,42 @@ impl<'h> PackageManager<'h> {
         Ok(present)
     }
 
+    /// `apt-get update`, waiting for the lists lock; a failure on a repository is
+    /// reported and passed over (the install then uses the lists as they are).
+    fn refresh_lists(&self) -> Result<()> {
+        let update = apt(["update", "-q"]);
+        let checks = LISTS_LOCK_WAIT.as_secs() / LISTS_LOCK_POLL.as_secs();
+        for check in 1.. {
+            let e = match self.retrying(&update) {
+                Ok(_) => return Ok(()),
+                Err(e) => e.to_string(),
+            };
+            let Some(holder) = e.lines().find(|l| l.contains(LISTS_LOCK)) else {
+                log::warn!(
+                    "the package lists could not all be refreshed; installing from the lists as they are \
+                     (the install fails only if what it needs is missing there). {e}"
+                );
+                return Ok(());
+            };
+            if check > checks {
+                return Err(Error::action(format!(
+                    "{e}\nThe package lists lock stayed held for {}: see which process holds it \
+                     (`systemctl status apt-daily.service unattended-upgrades.service`), then run this step again",
+                    humantime(LISTS_LOCK_WAIT)
+                )));
+            }
+            log::warn!(
+                "apt-get update: another process holds the package lists lock ({}); on a freshly booted node \
+                 that is apt-daily.service or unattended-upgrades refreshing. Waiting for it (check {check} of \
+                 at most {checks}, {} in all)",
+                holder.trim(),
+                humantime(LISTS_LOCK_WAIT)
+            );
+            std::thread::sleep(self.retry.pause.min(LISTS_LOCK_POLL));
+        }
+        unreachable!("the loop returns")
+    }
+
     fn retrying(&self, cmd: &Cmd) -> Result<Output> {
         let attempts = self.retry.attempts.max(1);
         for attempt in 1..=attempts {
@@ -319,22 +408,26 @@ impl<'h> PackageManager<'h> {
             if out.success() {
                 return Ok(out);
             }
-            let permanent = PERMANENT
-                .iter()
-                .any(|p| out.stdout.contains(p) || out.stderr.contains(p));
+            let why = permanent(&out).or_else(|| {
+                REPOSITORY_BROKEN
+                    .iter()
+                    .any(|p| out.stderr.contains(p) || out.stdout.contains(p))
+                    .then_some("a repository's signing key is missing, expired or rotated")
+            });
+            let why = why.or_else(|| {
+                out.stderr
+                    .contains(LISTS_LOCK)
+                    .then_some("the package lists lock is held (waited for separately)")
+            });
             let failure = HostError::Command {
                 command: cmd.display(),
                 status: out.status_text(),
                 stderr: out.diagnostics().to_string(),
             };
-            if permanent || attempt == attempts {
+            if why.is_some() || attempt == attempts {
                 return Err(Error::action(format!(
                     "{failure}\n(attempt {attempt} of {attempts}{}; check the package repositories and the network of this node)",
-                    if permanent {
-                        ", not retried: the package is unknown to the repositories"
-                    } else {
-                        ""
-                    }
+                    why.map(|w| format!(", not retried: {w}")).unwrap_or_default()
                 )));
             }
             log::warn!(
@@ -346,6 +439,16 @@ impl<'h> PackageManager<'h> {
             std::thread::sleep(self.retry.pause);
         }
         unreachable!("the loop returns on its last attempt")
+    }
+}
+
+/// `600 s` as `10 min`, for messages.
+fn humantime(d: Duration) -> String {
+    let secs = d.as_secs();
+    if secs % 60 == 0 {
+        format!("{} min", secs / 60)
+    } else {
+        format!("{secs} s")
     }
 }
 

@@ -21,7 +21,7 @@ use crate::error::{Error, MAX_MESSAGE_BYTES, Result, bounded_list, excerpt, trun
 use crate::host::Host;
 use crate::interrupt::Interrupt;
 use crate::mode::{Mode, UnknownMode};
-use crate::state::StateStore;
+use crate::records::state::StateStore;
 
 /// A Skyhook package: its identity, the modes it implements, and its handler.
 pub trait Package {

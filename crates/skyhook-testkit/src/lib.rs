@@ -15,6 +15,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+pub use packages::{Manager, Package};
 pub use skyhook_core;
 
 pub mod boot_tools;
@@ -24,6 +25,7 @@ mod limited;
 mod saved;
 
 pub use limited::Outcome;
+mod packages;
 
 /// A simulated node for one package binary.
 pub struct Node {

@@ -14,7 +14,7 @@ use std::process::Command;
 use skyhook_core::distro::fixtures;
 pub use skyhook_testkit::boot_tools::bls_options;
 use skyhook_testkit::boot_tools::{GRUB2_MKCONFIG, GRUBBY};
-use skyhook_testkit::{Node, Tree};
+use skyhook_testkit::{Manager, Node, Package, Tree};
 
 /// A distribution under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -88,35 +88,45 @@ case "$cmd" in
   *) echo "unexpected: systemctl $cmd $*" >&2; exit 1 ;;
 esac"#;
 
-const DPKG_QUERY: &str = r#"D=$(dirname "$0")
-for a; do pkg="$a"; done
-if [ -f "$D/pkgs/$pkg" ]; then printf 'install ok installed\t%s' "$(cat "$D/pkgs/$pkg")"
-else echo "dpkg-query: no packages found matching $pkg" >&2; exit 1; fi"#;
-
 const DEBCONF: &str = r#"cat >> "$(dirname "$0")/debconf.db""#;
 
-/// apt-get: install/purge of kdump-tools with its conffiles; `apt-lock` in the
-/// commands directory holds how many calls fail on the dpkg lock first.
-const APT_GET: &str = r#"D=$(dirname "$0"); R="$SKYHOOK_HOST_ROOT"
-if [ -f "$D/apt-lock" ]; then n=$(cat "$D/apt-lock"); if [ "$n" -gt 0 ]; then echo $((n-1)) > "$D/apt-lock"; echo "E: Could not get lock /var/lib/dpkg/lock-frontend" >&2; exit 100; fi; fi
-action=""; for a; do case "$a" in update|install|purge|remove) action="$a" ;; esac; pkg="$a"; done
-case "$action" in
-  update) echo "Reading package lists..." ;;
-  install)
-    [ "$pkg" = kdump-tools ] || { echo "E: Unable to locate package $pkg" >&2; exit 100; }
-    mkdir -p "$D/pkgs" "$D/systemd"; echo "1:1.10.3" > "$D/pkgs/$pkg"
-    use=0; grep -q "^kdump-tools kdump-tools/use_kdump boolean true$" "$D/debconf.db" 2>/dev/null && use=1
-    mkdir -p "$R/etc/default/grub.d"
-    [ -f "$R/etc/default/kdump-tools" ] || printf '# kdump-tools configuration\nUSE_KDUMP=%s\nKDUMP_COREDIR="/var/crash"\n' "$use" > "$R/etc/default/kdump-tools"
-    [ -f "$R/etc/default/grub.d/kdump-tools.cfg" ] || echo 'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT @DEFAULT@"' > "$R/etc/default/grub.d/kdump-tools.cfg"
-    printf '#!/bin/sh\n' > "$D/kexec"; chmod 755 "$D/kexec"
-    touch "$D/systemd/kdump-tools.enabled" ;;
-  purge|remove)
-    rm -f "$D/pkgs/$pkg" "$D/kexec" "$D/systemd/kdump-tools.enabled" "$D/systemd/kdump-tools.active"
-    rm -f "$R/etc/default/kdump-tools" "$R/etc/default/grub.d/kdump-tools.cfg"
-    rmdir "$R/etc/default/grub.d" 2>/dev/null || true ;;
-  *) echo "unexpected: apt-get $*" >&2; exit 1 ;;
-esac"#;
+/// kdump-tools in the simulated Debian repositories: its conffiles (the drop-in
+/// carries the distribution's default `default`), `kexec`, the service enabled.
+fn kdump_tools(default: &str) -> Package {
+    Package::new("kdump-tools", "1:1.10.3")
+        .on_install(&format!(
+            r#"mkdir -p "$D/systemd"
+use=0; grep -q "^kdump-tools kdump-tools/use_kdump boolean true$" "$D/debconf.db" 2>/dev/null && use=1
+mkdir -p "$R/etc/default/grub.d"
+[ -f "$R/etc/default/kdump-tools" ] || printf '# kdump-tools configuration\nUSE_KDUMP=%s\nKDUMP_COREDIR="/var/crash"\n' "$use" > "$R/etc/default/kdump-tools"
+[ -f "$R/etc/default/grub.d/kdump-tools.cfg" ] || echo 'GRUB_CMDLINE_LINUX_DEFAULT="$GRUB_CMDLINE_LINUX_DEFAULT {default}"' > "$R/etc/default/grub.d/kdump-tools.cfg"
+printf '#!/bin/sh\n' > "$D/kexec"; chmod 755 "$D/kexec"
+touch "$D/systemd/kdump-tools.enabled""#
+        ))
+        .on_remove(r#"rm -f "$D/kexec" "$D/systemd/kdump-tools.enabled" "$D/systemd/kdump-tools.active""#)
+        .on_purge(
+            r#"rm -f "$R/etc/default/kdump-tools" "$R/etc/default/grub.d/kdump-tools.cfg"
+rmdir "$R/etc/default/grub.d" 2>/dev/null || true"#,
+        )
+}
+
+/// kexec-tools in the simulated RHEL repositories: `/etc/kdump.conf` (a modified one
+/// is kept as .rpmsave on removal, as rpm does with %config files) and `kexec`.
+fn kexec_tools() -> Package {
+    let conf = RHEL_KDUMP_CONF;
+    Package::new("kexec-tools", "2.0.27-8.el9")
+        .on_install(&format!(
+            r#"[ -f "$R/etc/kdump.conf" ] || printf '%s' '{conf}' > "$R/etc/kdump.conf"
+printf '#!/bin/sh\n' > "$D/kexec"; chmod 755 "$D/kexec""#
+        ))
+        .on_remove(&format!(
+            r#"rm -f "$D/kexec" "$D/systemd/kdump.enabled" "$D/systemd/kdump.active"
+if [ -f "$R/etc/kdump.conf" ]; then
+  if [ "$(cat "$R/etc/kdump.conf")" = "$(printf '%s' '{conf}')" ]; then rm -f "$R/etc/kdump.conf"
+  else mv "$R/etc/kdump.conf" "$R/etc/kdump.conf.rpmsave"; fi
+fi"#
+        ))
+}
 
 /// update-grub: sources the GRUB defaults and drop-ins as grub-mkconfig does, writes
 /// a normal and a recovery entry.
@@ -134,28 +144,6 @@ mkdir -p "$R/boot/grub"
   echo "}"
 } > "$R/boot/grub/grub.cfg""#;
 
-const RPM: &str = r#"D=$(dirname "$0")
-for a; do pkg="$a"; done
-if [ -f "$D/pkgs/$pkg" ]; then printf '%s' "$(cat "$D/pkgs/$pkg")"; else echo "package $pkg is not installed"; exit 1; fi"#;
-
-/// dnf: install/remove of kexec-tools; a modified /etc/kdump.conf is kept as
-/// .rpmsave on removal, as rpm does with %config files.
-const DNF: &str = r#"D=$(dirname "$0"); R="$SKYHOOK_HOST_ROOT"
-action=""; for a; do case "$a" in install|remove) action="$a" ;; esac; pkg="$a"; done
-case "$action" in
-  install)
-    [ "$pkg" = kexec-tools ] || { echo "Error: Unable to find a match: $pkg" >&2; exit 1; }
-    mkdir -p "$D/pkgs"; echo "2.0.27-8.el9" > "$D/pkgs/$pkg"
-    [ -f "$R/etc/kdump.conf" ] || printf '%s' "$KDUMP_CONF" > "$R/etc/kdump.conf"
-    printf '#!/bin/sh\n' > "$D/kexec"; chmod 755 "$D/kexec" ;;
-  remove)
-    rm -f "$D/pkgs/$pkg" "$D/kexec" "$D/systemd/kdump.enabled" "$D/systemd/kdump.active"
-    if [ -f "$R/etc/kdump.conf" ]; then
-      if [ "$(cat "$R/etc/kdump.conf")" = "$(printf '%s' "$KDUMP_CONF")" ]; then rm -f "$R/etc/kdump.conf"
-      else mv "$R/etc/kdump.conf" "$R/etc/kdump.conf.rpmsave"; fi
-    fi ;;
-  *) echo "unexpected: dnf $*" >&2; exit 1 ;;
-esac"#;
 
 /// Runs a stand-in script directly (no call logged), e.g. to generate the pristine grub.cfg.
 fn run_stand_in(node: &Node, program: &str, args: &[&str]) {
@@ -188,9 +176,8 @@ pub fn node(distro: Distro) -> Node {
             "/etc/default/grub.d/init-select.cfg",
             "# init-select\nGRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT\"\n",
         )
-        .stand_in("dpkg-query", DPKG_QUERY)
+        .package_manager(Manager::Apt, &[kdump_tools(distro.package_default)])
         .stand_in("debconf-set-selections", DEBCONF)
-        .stand_in("apt-get", &APT_GET.replace("@DEFAULT@", distro.package_default))
         .stand_in("update-grub", UPDATE_GRUB);
         run_stand_in(&node, "update-grub", &[]);
         node.file(
@@ -214,11 +201,7 @@ pub fn node(distro: Distro) -> Node {
             "/proc/cmdline",
             "BOOT_IMAGE=(hd0,gpt2)/vmlinuz-5.14.0-427.el9.x86_64 root=/dev/mapper/rl-root ro rd.lvm.lv=rl/root rhgb quiet\n",
         )
-        .stand_in("rpm", RPM)
-        .stand_in(
-            "dnf",
-            &format!("KDUMP_CONF='{}'\n{DNF}", RHEL_KDUMP_CONF.replace('\'', "'\\''")),
-        )
+        .package_manager(Manager::Dnf, &[kexec_tools()])
         .stand_in("grubby", GRUBBY);
     }
     node
@@ -243,11 +226,11 @@ pub fn preinstall(node: &Node, distro: Distro) {
             "kdump-tools kdump-tools/use_kdump boolean true\n",
         )
         .unwrap();
-        run_stand_in(node, "apt-get", &["install", "-y", "kdump-tools"]);
+        node.preinstall_package("kdump-tools");
         std::fs::remove_file(node.commands_dir().join("debconf.db")).unwrap();
         run_stand_in(node, "update-grub", &[]);
     } else {
-        run_stand_in(node, "dnf", &["-y", "install", "kexec-tools"]);
+        node.preinstall_package("kexec-tools");
         run_stand_in(
             node,
             "grubby",

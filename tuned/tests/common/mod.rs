@@ -6,7 +6,7 @@
 #![allow(dead_code)]
 
 use skyhook_core::distro::fixtures;
-use skyhook_testkit::Node;
+use skyhook_testkit::{Manager, Node, Package};
 
 /// The package binary under test.
 pub const BIN: &str = env!("CARGO_BIN_EXE_tuned");
@@ -30,8 +30,31 @@ pub fn user_dir(version: &str) -> &'static str {
 }
 
 fn newer_layout(version: &str) -> bool {
+    parts(version) >= (2, 23, 0)
+}
+
+fn parts(version: &str) -> (u32, u32, u32) {
     let mut p = version.split('.').map(|n| n.parse::<u32>().unwrap());
-    (p.next().unwrap(), p.next().unwrap()) >= (2, 23)
+    (p.next().unwrap(), p.next().unwrap(), p.next().unwrap_or(0))
+}
+
+/// The profile directories (system, user) tuned `version` is built with: tuned's
+/// spec builds RHEL < 10 with the old ones from 2.24.1 on (`%if 0%{?rhel} < 10`).
+pub fn build_dirs(version: &str, el_below_10: bool) -> (&'static str, &'static str) {
+    if el_below_10 && parts(version) >= (2, 24, 1) {
+        ("/usr/lib/tuned", "/etc/tuned")
+    } else {
+        (system_dir(version), user_dir(version))
+    }
+}
+
+/// Where the simulated tuned package installs its Python constants.
+fn consts_path(debian: bool) -> &'static str {
+    if debian {
+        "/usr/lib/python3/dist-packages/tuned/consts.py"
+    } else {
+        "/usr/lib/python3.9/site-packages/tuned/consts.py"
+    }
 }
 
 /// The built-in profiles the simulated tuned package ships.
@@ -58,18 +81,31 @@ pub const BUILTIN: &[(&str, &str)] = &[
     ),
 ];
 
-/// Shell commands that put the tuned package's files on the node (as a package install would).
-fn install_sh(version: &str) -> String {
+/// Shell commands that put the tuned package's files on the node (as a package
+/// install would): the programs, the built-in profiles in the build's system
+/// directory, and the build's directories in its `consts.py`.
+fn install_sh(version: &str, (system, user): (&str, &str), debian: bool) -> String {
     let mut sh = String::from(
         "R=\"$SKYHOOK_HOST_ROOT\"; D=$(dirname \"$0\")\nmkdir -p \"$R/usr/sbin\" \"$R/etc/tuned\" \"$R/var/log/tuned\"\n",
     );
-    if newer_layout(version) {
-        sh.push_str("mkdir -p \"$R/etc/tuned/profiles\"\n");
-    }
+    sh.push_str(&format!(
+        "mkdir -p \"$R{user}\"\necho '{system} {user}' > \"$D/tuned-dirs\"\n"
+    ));
+    let consts = if newer_layout(version) {
+        sh.push_str("touch \"$D/tuned-profile-dirs-option\"\n");
+        format!("USER_PROFILES_DIR = \\\"{user}\\\"\\nSYSTEM_PROFILES_DIR = \\\"{system}\\\"\\n")
+    } else {
+        sh.push_str("rm -f \"$D/tuned-profile-dirs-option\"\n");
+        format!("LOAD_DIRECTORIES = [\\\"{system}\\\", \\\"{user}\\\"]\\n")
+    };
+    let path = consts_path(debian);
+    sh.push_str(&format!(
+        "mkdir -p \"$(dirname \"$R{path}\")\"\nprintf \"{consts}\" > \"$R{path}\"\n"
+    ));
     sh.push_str("printf '#!/usr/bin/python3\\n' > \"$R/usr/sbin/tuned\"\n");
     sh.push_str("printf '#!/usr/bin/python3\\n' > \"$R/usr/sbin/tuned-adm\"\n");
     for (name, content) in BUILTIN {
-        let dir = format!("{}/{name}", system_dir(version));
+        let dir = format!("{system}/{name}");
         sh.push_str(&format!(
             "mkdir -p \"$R{dir}\"\nprintf '%s' '{content}' > \"$R{dir}/tuned.conf\"\n"
         ));
@@ -86,8 +122,8 @@ fn install_sh(version: &str) -> String {
 const REMOVE_SH: &str = "R=\"$SKYHOOK_HOST_ROOT\"; D=$(dirname \"$0\")
 rm -f \"$R/usr/sbin/tuned\" \"$R/usr/sbin/tuned-adm\" \"$R/run/tuned/tuned.pid\"
 rm -f \"$R/etc/systemd/system/multi-user.target.wants/tuned.service\"
-rm -rf \"$R/usr/lib/tuned\"
-rm -f \"$D/tuned\" \"$D/tuned-adm\"";
+rm -rf \"$R/usr/lib/tuned\" \"$R/usr/lib/python3\" \"$R/usr/lib/python3.9\"
+rm -f \"$D/tuned\" \"$D/tuned-adm\" \"$D/tuned-dirs\" \"$D/tuned-profile-dirs-option\"";
 
 /// The `tuned` stand-in: answers `--version`.
 pub fn tuned_sh(version: &str) -> String {
@@ -95,7 +131,9 @@ pub fn tuned_sh(version: &str) -> String {
 }
 
 /// The `tuned-adm` stand-in: `profile` records the profile as tuned does, `active`
-/// reports it, `verify` passes or fails.
+/// reports it, `list` lists the profiles in the directories tuned was built with
+/// (or those `profile_dirs` in tuned-main.conf sets, from tuned 2.23 on), `verify`
+/// passes or fails.
 pub fn tuned_adm_sh(verify_passes: bool) -> String {
     let verify = if verify_passes {
         "echo 'Verification succeeded, current system settings match the preset profile.'"
@@ -104,8 +142,14 @@ pub fn tuned_adm_sh(verify_passes: bool) -> String {
          echo \"See TuneD log file ('/var/log/tuned/tuned.log') for details.\"; exit 1"
     };
     format!(
-        "R=\"$SKYHOOK_HOST_ROOT\"
+        "R=\"$SKYHOOK_HOST_ROOT\"; D=$(dirname \"$0\")
 case \"$1\" in
+  list) echo 'Available profiles:'; dirs=$(cat \"$D/tuned-dirs\")
+        if [ -f \"$D/tuned-profile-dirs-option\" ]; then
+          pd=$(sed -n 's/#.*//; s/^[[:space:]]*profile_dirs[[:space:]]*=//p' \"$R/etc/tuned/tuned-main.conf\" 2>/dev/null | tr ',;' '  ')
+          [ -n \"$pd\" ] && dirs=\"$pd\"
+        fi
+        for d in $dirs; do for f in \"$R$d\"/*/tuned.conf; do [ -f \"$f\" ] && echo \"- $(basename \"$(dirname \"$f\")\")\"; done; done | sort -u ;;
   profile) shift; echo \"$*\" > \"$R/etc/tuned/active_profile\"; echo manual > \"$R/etc/tuned/profile_mode\" ;;
   active) if [ -s \"$R/etc/tuned/active_profile\" ]; then echo \"Current active profile: $(cat \"$R/etc/tuned/active_profile\")\"; else echo 'No current active profile.'; exit 1; fi ;;
   verify) {verify} ;;
@@ -128,30 +172,12 @@ case \"$1\" in
   *) echo \"unexpected systemctl $*\" >&2; exit 1 ;;
 esac";
 
-/// `dpkg-query` / `rpm -q` stand-ins: installed when the package's files are there.
-/// A listing of every package (`dpkg-query -W -f=${Package}…`, `rpm -qa`) names tuned.
-fn query_sh(installed: &str, missing: &str) -> String {
-    format!(
-        "if [ -e \"$SKYHOOK_HOST_ROOT/usr/sbin/tuned\" ]; then
-  case \"$*\" in
-    *'${{Package}}'*) printf 'tuned\\tinstall ok installed\\n' ;;
-    *-qa*) echo tuned ;;
-    *) printf '{installed}' ;;
-  esac
-else echo '{missing}' >&2; exit 1; fi"
-    )
-}
-
-/// A stand-in package manager: `install`/`remove`/`purge` change the node; `update` succeeds.
-fn manager_sh(version: &str, remove_word: &str) -> String {
-    format!(
-        "for a in \"$@\"; do case \"$a\" in
-  install) {{\n{}\n}}; exit 0 ;;
-  {remove_word}) {{\n{REMOVE_SH}\n}}; exit 0 ;;
-  update) echo 'Reading package lists... Done'; exit 0 ;;
-esac; done",
-        install_sh(version)
-    )
+/// The tuned package of the simulated repositories: `version` built with `dirs`.
+pub fn tuned_package(version: &str, dirs: (&str, &str), debian: bool) -> Package {
+    let release = if debian { "-1" } else { "-1.el9" };
+    Package::new("tuned", &format!("{version}{release}"))
+        .on_install(&install_sh(version, dirs, debian))
+        .on_remove(REMOVE_SH)
 }
 
 /// A Debian-like node (Ubuntu 22.04) with systemd running; tuned `version` installed
@@ -161,15 +187,10 @@ pub fn debian(installed: Option<&str>) -> Node {
     let node = Node::new(BIN);
     node.file("/etc/os-release", fixtures::UBUNTU_2204)
         .systemd_running(true);
-    node.stand_in("systemctl", SYSTEMCTL_SH)
-        .stand_in(
-            "dpkg-query",
-            &query_sh(
-                &format!("install ok installed\\t{version}-1"),
-                "dpkg-query: no packages found matching tuned",
-            ),
-        )
-        .stand_in("apt-get", &manager_sh(version, "purge"));
+    node.stand_in("systemctl", SYSTEMCTL_SH).package_manager(
+        Manager::Apt,
+        &[tuned_package(version, build_dirs(version, false), true)],
+    );
     if installed.is_some() {
         preinstall(&node, version);
     }
@@ -181,39 +202,34 @@ pub fn rhel(os_release: &str, yum_only: bool, installed: Option<&str>) -> Node {
     let version = installed.unwrap_or("2.21.0");
     let node = Node::new(BIN);
     node.file("/etc/os-release", os_release).systemd_running(true);
-    node.stand_in("systemctl", SYSTEMCTL_SH).stand_in(
-        "rpm",
-        &query_sh(&format!("{version}-1.el9"), "package tuned is not installed"),
+    let el_below_10 = ["platform:el8", "platform:el9"].iter().any(|p| os_release.contains(p));
+    if el_below_10 {
+        std::fs::write(node.commands_dir().join("el-below-10"), "").unwrap();
+    }
+    let manager = if yum_only { Manager::Yum } else { Manager::Dnf };
+    node.stand_in("systemctl", SYSTEMCTL_SH).package_manager(
+        manager,
+        &[tuned_package(version, build_dirs(version, el_below_10), false)],
     );
-    node.stand_in(if yum_only { "yum" } else { "dnf" }, &manager_sh(version, "remove"));
     if installed.is_some() {
         preinstall(&node, version);
     }
     node
 }
 
-/// Installs and starts tuned `version` on `node` as apply would have.
+/// Installs (or upgrades to) tuned `version` on `node` and starts it, as apply
+/// would have.
 pub fn preinstall(node: &Node, version: &str) {
-    let script = node.copy_dir().join("preinstall.sh");
-    std::fs::write(
-        &script,
-        format!(
-            "#!/bin/sh\nset -e\n{}\nR=\"$SKYHOOK_HOST_ROOT\"\nmkdir -p \"$R/etc/systemd/system/multi-user.target.wants\" \"$R/run/tuned\"\nln -sf /usr/lib/systemd/system/tuned.service \"$R/etc/systemd/system/multi-user.target.wants/tuned.service\"\necho 4242 > \"$R/run/tuned/tuned.pid\"\n",
-            install_sh(version)
-        ),
-    )
-    .unwrap();
-    // Run it as if it were a stand-in, so that $(dirname "$0") is the stand-in directory.
-    let commands = std::path::PathBuf::from(&node.step_env()["SKYHOOK_HOST_COMMANDS"]);
-    let target = commands.join("preinstall.sh");
-    std::fs::rename(&script, &target).unwrap();
-    let status = std::process::Command::new("sh")
-        .arg(&target)
-        .env("SKYHOOK_HOST_ROOT", node.root())
-        .status()
-        .unwrap();
-    assert!(status.success(), "preinstall");
-    std::fs::remove_file(target).unwrap();
+    let debian = node.commands_dir().join("dpkg-query").exists();
+    let el_below_10 = node.commands_dir().join("el-below-10").exists();
+    node.offer_package(&tuned_package(version, build_dirs(version, el_below_10), debian))
+        .preinstall_package("tuned");
+    let wants = node.path("/etc/systemd/system/multi-user.target.wants");
+    std::fs::create_dir_all(&wants).unwrap();
+    let link = wants.join("tuned.service");
+    let _ = std::fs::remove_file(&link);
+    std::os::unix::fs::symlink("/usr/lib/systemd/system/tuned.service", link).unwrap();
+    node.file("/run/tuned/tuned.pid", "4242\n");
 }
 
 /// The README example of the bash package (a profile including another, a script,

@@ -9,7 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::error::Result;
 use crate::host::Host;
-use crate::original::SavedFile;
+use crate::records::original::SavedFile;
 
 /// File content kept in a record: text when UTF-8 (readable in `state.json`), else base64.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -13,11 +13,19 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::host::Host;
+use crate::records::json;
 
 /// The directory under which every package keeps its state.
 pub const STATE_ROOT: &str = "/var/lib/skyhook-packages";
+
+/// A package's state: knows when it records nothing, so that the store removes the
+/// file instead of keeping an empty one ([`StateStore::save_or_clear`]).
+pub trait Record: Serialize {
+    /// Whether nothing is recorded.
+    fn is_empty(&self) -> bool;
+}
 
 /// The state of one package (kind and SCR name) on one host.
 pub struct StateStore<'h> {
@@ -55,31 +63,34 @@ impl<'h> StateStore<'h> {
     pub fn load<T: DeserializeOwned + Default>(&self) -> Result<T> {
         match self.host.read(self.file())? {
             None => Ok(T::default()),
-            Some(raw) => serde_json::from_slice(&raw).map_err(|e| {
-                Error::action(format!(
-                    "the state file {} is unreadable ({e}); it records what this package deployed. \
-                     Inspect it, and remove it only if the files it lists were cleaned up by hand",
-                    self.file().display()
-                ))
-            }),
+            Some(raw) => json::decode(&raw, &self.file(), "what this package deployed and changed"),
         }
     }
 
     /// Records `state` atomically (mode 0600); returns whether the file changed.
     pub fn save<T: Serialize>(&self, state: &T) -> Result<bool> {
-        let mut json =
-            serde_json::to_vec_pretty(state).map_err(|e| Error::action(format!("cannot encode state: {e}")))?;
-        json.push(b'\n');
-        Ok(self.host.write(self.file(), &json, 0o600)?)
+        Ok(self.host.write(self.file(), &json::encode(state)?, 0o600)?)
+    }
+
+    /// Records `state` when it records something, and [`clear`](StateStore::clear)s
+    /// the store when it records nothing: the one way every package persists its state.
+    pub fn save_or_clear<T: Record>(&self, state: &T) -> Result<()> {
+        if state.is_empty() {
+            self.clear()
+        } else {
+            self.save(state).map(|_| ())
+        }
     }
 
     /// Forgets everything: removes the state file and the directories that it leaves
-    /// empty, up to and including `/var/lib/skyhook-packages`.
+    /// empty, up to and including `/var/lib/skyhook-packages`. Idempotent: a clear
+    /// killed between two removals and run again removes what the first one left
+    /// (an absent directory is passed over, a directory holding anything else stops it).
     pub fn clear(&self) -> Result<()> {
         self.host.remove(self.file())?;
         let mut dir = self.dir();
         while dir.starts_with(STATE_ROOT) {
-            if !self.host.remove_empty_dir(&dir)? {
+            if self.host.exists(&dir) && !self.host.remove_empty_dir(&dir)? {
                 break;
             }
             if !dir.pop() {
@@ -125,6 +136,34 @@ mod tests {
         );
         other.clear().unwrap();
         assert!(!h.exists("/var/lib/skyhook-packages"));
+        assert!(h.exists("/var/lib"), "only our own directories are removed");
+    }
+
+    impl Record for Deployed {
+        fn is_empty(&self) -> bool {
+            self.files.is_empty()
+        }
+    }
+
+    #[test]
+    fn save_or_clear_removes_an_empty_record_and_what_an_interrupted_clear_left() {
+        let d = tempfile::tempdir().unwrap();
+        let h = Host::new(d.path(), RecordingRunner::succeeding());
+        let s = StateStore::new(&h, "tuning", "_shared");
+        let st = Deployed {
+            files: vec!["/etc/x".into()],
+        };
+        s.save_or_clear(&st).unwrap();
+        assert!(s.exists());
+        // A clear killed after removing the file and the package's directory left the
+        // kind directory and the root behind: the rerun removes both.
+        h.remove(s.file()).unwrap();
+        assert!(h.remove_empty_dir(s.dir()).unwrap());
+        assert!(h.exists("/var/lib/skyhook-packages/tuning"));
+        s.save_or_clear(&Deployed::default()).unwrap();
+        assert!(!h.exists("/var/lib/skyhook-packages/tuning"));
+        assert!(!h.exists("/var/lib/skyhook-packages"));
+        s.save_or_clear(&Deployed::default()).unwrap();
         assert!(h.exists("/var/lib"), "only our own directories are removed");
     }
 

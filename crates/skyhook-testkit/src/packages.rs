@@ -1,0 +1,369 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Stateful stand-ins for the distributions' package managers: `apt-get` with
+//! `dpkg-query`, and `dnf` or `yum` with `rpm`, over one simulated package database
+//! kept in the node's commands directory. Packages come from a catalog (the
+//! "repositories"): each with a version, dependencies, and the shell that puts its
+//! files on the host root at install, and takes them away at removal (and its
+//! configuration files at `apt-get purge`). The stand-ins behave as the real tools do
+//! where the packages rely on it: dependencies pulled in and marked automatic,
+//! `--auto-remove` and dnf's removal of unneeded dependencies, `apt-get -s purge`
+//! listing what a purge would take (reverse dependencies included), the dpkg lock and
+//! the apt lists lock (which `apt-get update` does not wait for), a repository whose
+//! key rotated, and dnf on a host without enabled repositories.
+
+use std::fs;
+use std::process::Command;
+
+use crate::Node;
+
+/// A package the simulated repositories offer.
+#[derive(Debug, Clone)]
+pub struct Package {
+    name: String,
+    version: String,
+    depends: Vec<String>,
+    install: String,
+    remove: String,
+    purge: String,
+}
+
+impl Package {
+    /// A package `name` at `version`, with no files and no dependencies.
+    pub fn new(name: &str, version: &str) -> Self {
+        Package {
+            name: name.into(),
+            version: version.into(),
+            depends: Vec::new(),
+            install: String::new(),
+            remove: String::new(),
+            purge: String::new(),
+        }
+    }
+
+    /// The packages it depends on (installed with it, marked automatic).
+    pub fn depends(mut self, packages: &[&str]) -> Self {
+        self.depends = packages.iter().map(|p| p.to_string()).collect();
+        self
+    }
+
+    /// Shell run at install: `$R` is the host root, `$D` the commands directory.
+    pub fn on_install(mut self, sh: &str) -> Self {
+        self.install = sh.into();
+        self
+    }
+
+    /// Shell run at removal (apt `remove` and `purge`, dnf/yum `remove`).
+    pub fn on_remove(mut self, sh: &str) -> Self {
+        self.remove = sh.into();
+        self
+    }
+
+    /// Shell run at `apt-get purge` after the removal: the configuration files go.
+    pub fn on_purge(mut self, sh: &str) -> Self {
+        self.purge = sh.into();
+        self
+    }
+}
+
+/// Which package manager the node has.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Manager {
+    /// apt-get, dpkg-query.
+    Apt,
+    /// dnf, rpm.
+    Dnf,
+    /// yum only (Amazon Linux 2), rpm.
+    Yum,
+}
+
+/// The database and helpers every stand-in sources.
+const LIB: &str = r#"D=$(dirname "$0"); R="$SKYHOOK_HOST_ROOT"; C="$D/catalog"; P="$D/pkgs"; A="$D/auto"
+mkdir -p "$P" "$A"
+installed() { [ -f "$P/$1" ]; }
+known() { [ -f "$C/$1/version" ]; }
+deps() { cat "$C/$1/depends" 2>/dev/null; }
+# The packages an install of $1 adds, dependencies first.
+closure() { for d in $(deps "$1"); do installed "$d" || closure "$d"; done; installed "$1" || echo "$1"; }
+add() { ( . "$C/$1/install.sh" ) || exit 1; cat "$C/$1/version" > "$P/$1"; }
+# Installs the packages named, as asked (not automatic), and what they pull in.
+install_all() {
+  for p; do known "$p" || { not_found "$p"; exit 100; }; done
+  for p; do for q in $(closure "$p" | awk '!s[$0]++'); do
+    installed "$q" && continue; add "$q"; if [ "$q" != "$p" ]; then touch "$A/$q"; fi
+  done; rm -f "$A/$p"; done
+}
+rdeps() { for q in $(ls "$P"); do if deps "$q" | grep -qx "$1"; then echo "$q"; fi; done; }
+drop() {
+  ( . "$C/$1/remove.sh" ) || exit 1
+  if [ "$2" = purge ]; then ( . "$C/$1/purge.sh" ) || exit 1; fi
+  rm -f "$P/$1" "$A/$1"
+}
+# Removes the automatic packages nothing installed depends on any more.
+autoremove() {
+  again=1; while [ $again = 1 ]; do again=0
+    for a in $(ls "$A"); do
+      if installed "$a" && [ -z "$(rdeps "$a")" ]; then drop "$a" "$1"; again=1; fi
+    done
+  done
+  return 0
+}
+# Fails while the counter file $1 holds a number above 0, with message $2.
+held() { [ -f "$D/$1" ] || return 1; n=$(cat "$D/$1"); [ "$n" -gt 0 ] || return 1; echo $((n-1)) > "$D/$1"; echo "$2" >&2; return 0; }
+"#;
+
+const APT_GET: &str = r#"not_found() { echo "E: Unable to locate package $1" >&2; }
+if held apt-lock "E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process 4242 (unattended-upgr)"; then exit 100; fi
+sim=0; action=""; pkgs=""; auto=0; skip=0
+for a; do
+  if [ $skip = 1 ]; then skip=0; continue; fi
+  case "$a" in
+    -o) skip=1 ;; -s) sim=1 ;; --auto-remove) auto=1 ;; -*) ;;
+    update|install|purge|remove|autoremove) action="$a" ;;
+    *) pkgs="$pkgs $a" ;;
+  esac
+done
+case "$action" in
+  update)
+    holder=$(cat "$D/apt-lists-lock.holder" 2>/dev/null || echo "apt-get")
+    if held apt-lists-lock "E: Could not get lock /var/lib/apt/lists/lock. It is held by process 1234 ($holder)"; then
+      echo "E: Unable to lock directory /var/lib/apt/lists/" >&2; exit 100; fi
+    echo "Hit:1 http://archive.ubuntu.com/ubuntu noble InRelease"
+    if [ -f "$D/apt-bad-repo" ]; then url=$(cat "$D/apt-bad-repo")
+      echo "W: GPG error: $url InRelease: The following signatures couldn't be verified because the public key is not available: NO_PUBKEY A4B469963BF863CC" >&2
+      echo "E: The repository '$url InRelease' is not signed." >&2; exit 100; fi
+    echo "Reading package lists... Done" ;;
+  install) install_all $pkgs ;;
+  purge|remove)
+    if [ $sim = 1 ]; then
+      for p in $pkgs; do if installed "$p"; then echo "Purg $p [$(cat "$P/$p")]"; fi
+        for r in $(rdeps "$p"); do echo " $pkgs " | grep -q " $r " || echo "Purg $r [$(cat "$P/$r")]"; done; done
+      exit 0; fi
+    for p in $pkgs; do for r in $(rdeps "$p"); do drop "$r" "$action"; done
+      if installed "$p"; then drop "$p" "$action"; fi; done
+    if [ $auto = 1 ]; then autoremove "$action"; fi ;;
+  autoremove) autoremove remove ;;
+  *) echo "unexpected: apt-get $*" >&2; exit 1 ;;
+esac"#;
+
+const DPKG_QUERY: &str = r#"pkg=""; list=0
+for a; do case "$a" in *'${Package}'*) list=1 ;; -*) ;; *) pkg="$a" ;; esac; done
+if [ $list = 1 ]; then for q in $(ls "$P"); do printf '%s\tinstall ok installed\n' "$q"; done; exit 0; fi
+if installed "$pkg"; then printf 'install ok installed\t%s' "$(cat "$P/$pkg")"
+else echo "dpkg-query: no packages found matching $pkg" >&2; exit 1; fi"#;
+
+const DNF: &str = r#"not_found() { echo "No match for argument: $1" >&2; echo "Error: Unable to find a match: $1" >&2; }
+action=""; pkgs=""
+for a; do case "$a" in -*) ;; install|remove|info) action="$a" ;; *) pkgs="$pkgs $a" ;; esac; done
+case "$action" in
+  info)
+    for p in $pkgs; do
+      if installed "$p" || { known "$p" && [ ! -f "$D/dnf-no-repos" ]; }; then echo "Name         : $p"
+      else echo "Error: No matching Packages to list" >&2; exit 1; fi
+    done ;;
+  install)
+    if [ -f "$D/dnf-no-repos" ]; then
+      echo 'Error: There are no enabled repositories in "/etc/yum.repos.d", "/etc/yum/repos.d", "/etc/distro.repos.d".' >&2; exit 1; fi
+    install_all $pkgs ;;
+  remove)
+    for p in $pkgs; do for r in $(rdeps "$p"); do drop "$r"; done; if installed "$p"; then drop "$p"; fi; done
+    autoremove ;;
+  *) echo "unexpected: $(basename "$0") $*" >&2; exit 1 ;;
+esac"#;
+
+const RPM: &str = r#"pkg=""; all=0
+for a; do case "$a" in -qa) all=1 ;; -*|%*) ;; *) pkg="$a" ;; esac; done
+if [ $all = 1 ]; then ls "$P"; exit 0; fi
+if installed "$pkg"; then printf '%s' "$(cat "$P/$pkg")"; else echo "package $pkg is not installed"; exit 1; fi"#;
+
+impl Node {
+    /// Gives the node `manager` (with its query tool) over a package database, the
+    /// repositories offering `catalog`.
+    pub fn package_manager(&self, manager: Manager, catalog: &[Package]) -> &Self {
+        let programs: &[(&str, &str)] = match manager {
+            Manager::Apt => &[("apt-get", APT_GET), ("dpkg-query", DPKG_QUERY)],
+            Manager::Dnf => &[("dnf", DNF), ("rpm", RPM)],
+            Manager::Yum => &[("yum", DNF), ("rpm", RPM)],
+        };
+        for (program, body) in programs {
+            self.stand_in(program, &format!("{LIB}{body}"));
+        }
+        for p in catalog {
+            self.offer_package(p);
+        }
+        self
+    }
+
+    /// Puts `package` into the repositories (replacing the same name: a new version).
+    pub fn offer_package(&self, package: &Package) -> &Self {
+        let dir = self.commands_dir().join("catalog").join(&package.name);
+        fs::create_dir_all(&dir).expect("catalog directory");
+        for (file, text) in [
+            ("version", &package.version),
+            ("depends", &package.depends.join("\n")),
+            ("install.sh", &package.install),
+            ("remove.sh", &package.remove),
+            ("purge.sh", &package.purge),
+        ] {
+            fs::write(dir.join(file), format!("{text}\n")).expect("write catalog entry");
+        }
+        self
+    }
+
+    /// Installs (or upgrades to the offered version) `name` as the distribution
+    /// would have, before the test: its install shell runs, no call is logged.
+    pub fn preinstall_package(&self, name: &str) -> &Self {
+        let script = format!("{LIB}add {name}; rm -f \"$A/{name}\"\n");
+        let path = self.commands_dir().join(".preinstall.sh");
+        fs::write(&path, script).expect("write preinstall script");
+        let status = Command::new("sh")
+            .arg(&path)
+            .env("SKYHOOK_HOST_ROOT", self.root())
+            .status()
+            .expect("run preinstall script");
+        let _ = fs::remove_file(&path);
+        assert!(status.success(), "preinstalling {name} failed");
+        self
+    }
+
+    /// The installed version of `name`, `None` when not installed.
+    pub fn package_version(&self, name: &str) -> Option<String> {
+        fs::read_to_string(self.commands_dir().join("pkgs").join(name))
+            .ok()
+            .map(|v| v.trim().to_string())
+    }
+
+    /// The next `calls` calls of apt-get fail on the dpkg lock (as after
+    /// `DPkg::Lock::Timeout` ran out).
+    pub fn hold_dpkg_lock(&self, calls: u32) -> &Self {
+        self.counter("apt-lock", calls)
+    }
+
+    /// The next `calls` `apt-get update`s fail at once on the lists lock, held by
+    /// `holder` (the process name apt reports, e.g. `unattended-upgr`).
+    pub fn hold_apt_lists_lock(&self, calls: u32, holder: &str) -> &Self {
+        fs::write(self.commands_dir().join("apt-lists-lock.holder"), holder).expect("write holder");
+        self.counter("apt-lists-lock", calls)
+    }
+
+    /// `apt-get update` fails on the third-party repository `url` (its signing key
+    /// rotated); every other repository refreshes.
+    pub fn break_apt_repository(&self, url: &str) -> &Self {
+        fs::write(self.commands_dir().join("apt-bad-repo"), url).expect("write bad repository");
+        self
+    }
+
+    /// dnf/yum find no enabled repository (RHEL without a subscription).
+    pub fn disable_repositories(&self) -> &Self {
+        fs::write(self.commands_dir().join("dnf-no-repos"), "").expect("write marker");
+        self
+    }
+
+    fn counter(&self, name: &str, calls: u32) -> &Self {
+        fs::write(self.commands_dir().join(name), calls.to_string()).expect("write counter");
+        self
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn run(node: &Node, program: &str, args: &[&str]) -> (bool, String, String) {
+        let out = Command::new(node.commands_dir().join(program))
+            .args(args)
+            .env("SKYHOOK_HOST_ROOT", node.root())
+            .output()
+            .expect("run stand-in");
+        let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
+        (out.status.success(), text(out.stdout), text(out.stderr))
+    }
+
+    fn node(manager: Manager) -> Node {
+        let node = Node::new("/bin/true");
+        node.package_manager(
+            manager,
+            &[
+                Package::new("tuned", "2.21.0-1")
+                    .depends(&["python3-dbus"])
+                    .on_install("mkdir -p \"$R/etc/tuned\"; echo conf > \"$R/etc/tuned/tuned-main.conf\"")
+                    .on_purge("rm -rf \"$R/etc/tuned\""),
+                Package::new("python3-dbus", "1.3.2-5"),
+                Package::new("my-app", "1.0").depends(&["python3-dbus"]),
+            ],
+        );
+        node
+    }
+
+    #[test]
+    fn apt_installs_with_dependencies_and_purges_exactly_what_came_with_it() {
+        let node = node(Manager::Apt);
+        assert!(
+            run(
+                &node,
+                "apt-get",
+                &["-o", "DPkg::Lock::Timeout=600", "install", "-y", "tuned"]
+            )
+            .0
+        );
+        assert_eq!(node.package_version("python3-dbus").as_deref(), Some("1.3.2-5"));
+        let (ok, listing, _) = run(&node, "dpkg-query", &["-W", "-f=${Package}\\t${Status}\\n"]);
+        assert!(ok && listing.contains("tuned\tinstall ok installed\n"), "{listing}");
+        let (ok, status, _) = run(&node, "dpkg-query", &["-W", "-f=${Status}\t${Version}", "tuned"]);
+        assert!(ok);
+        assert_eq!(status, "install ok installed\t2.21.0-1");
+        let (_, sim, _) = run(&node, "apt-get", &["-s", "purge", "python3-dbus"]);
+        assert_eq!(
+            sim, "Purg python3-dbus [1.3.2-5]\nPurg tuned [2.21.0-1]\n",
+            "reverse dependencies go too"
+        );
+        assert!(run(&node, "apt-get", &["purge", "-y", "--auto-remove", "tuned"]).0);
+        assert_eq!(node.package_version("tuned"), None);
+        assert_eq!(
+            node.package_version("python3-dbus"),
+            None,
+            "automatic, no longer needed"
+        );
+        assert!(!node.exists("/etc/tuned"), "purged with its configuration");
+        let (ok, _, err) = run(&node, "dpkg-query", &["-W", "-f=${Status}\t${Version}", "tuned"]);
+        assert!(!ok && err.contains("no packages found matching tuned"), "{err}");
+    }
+
+    #[test]
+    fn apt_update_fails_at_once_on_the_lists_lock_and_on_a_broken_repository() {
+        let node = node(Manager::Apt);
+        node.hold_apt_lists_lock(1, "unattended-upgr");
+        let (ok, _, err) = run(&node, "apt-get", &["update"]);
+        assert!(
+            !ok && err.contains("/var/lib/apt/lists/lock. It is held by process 1234 (unattended-upgr)"),
+            "{err}"
+        );
+        assert!(run(&node, "apt-get", &["update"]).0, "released");
+        node.break_apt_repository("https://developer.download.nvidia.com/compute/cuda/repos/ubuntu2404/x86_64");
+        let (ok, _, err) = run(&node, "apt-get", &["update"]);
+        assert!(!ok && err.contains("is not signed"), "{err}");
+        assert!(
+            run(&node, "apt-get", &["install", "-y", "tuned"]).0,
+            "installs from the other repositories"
+        );
+    }
+
+    #[test]
+    fn dnf_removes_unneeded_dependencies_and_knows_no_repositories() {
+        let node = node(Manager::Dnf);
+        node.preinstall_package("python3-dbus");
+        assert!(run(&node, "dnf", &["-y", "install", "tuned"]).0);
+        assert!(run(&node, "dnf", &["-y", "remove", "tuned"]).0);
+        assert_eq!(
+            node.package_version("python3-dbus").as_deref(),
+            Some("1.3.2-5"),
+            "installed before, by hand: stays"
+        );
+        let (ok, _, err) = run(&node, "rpm", &["-q", "--qf", "%{VERSION}-%{RELEASE}", "tuned"]);
+        assert!(!ok, "{err}");
+        node.disable_repositories();
+        let (ok, _, err) = run(&node, "dnf", &["-y", "install", "tuned"]);
+        assert!(!ok && err.contains("There are no enabled repositories"), "{err}");
+        let (ok, _, err) = run(&node, "dnf", &["-y", "install", "nope"]);
+        assert!(!ok && err.contains("There are no enabled repositories"), "{err}");
+    }
+}
