@@ -25,6 +25,7 @@ pub mod interrupt;
 pub mod kernel_args;
 pub mod limits;
 pub mod mode;
+pub mod node_metadata;
 pub mod original;
 pub mod pam;
 pub mod pkgmgr;
