@@ -14,11 +14,14 @@ mod changed;
 mod dist;
 mod dist_self;
 mod elf;
+mod error;
 mod images;
 mod notes;
 mod platform;
 mod release;
 mod run;
+mod scr;
+mod stages;
 mod validate;
 mod workspace;
 
@@ -117,7 +120,7 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Validate { paths } => validate::run(&paths),
         Command::Dist { packages, target, out } => dist::run(&packages, target.as_deref(), out.as_deref()),
-        Command::Run(args) => run::run(&args),
+        Command::Run(args) => run::run(&args).map_err(|e| e.to_string()),
         Command::Platform { target_platform, build } => platform::run(&target_platform, build.as_deref()),
         Command::Dockerfiles { write } => images::run(write),
         Command::Tag { tag, registry, owner } => release::run(&tag, &registry, owner.as_deref()),
