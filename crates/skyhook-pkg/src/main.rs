@@ -5,6 +5,7 @@
 //! - `dist`: builds the static step binaries and assembles `dist/<package>/`, exactly
 //!   as it must appear at `/skyhook-package` in the image.
 //! - `run`: runs a package's modes locally the way the agent runs them on a node.
+//! - `lint`: checks Skyhook resources against the packages, offline, before a rollout.
 //! - `dist-self`: builds skyhook-pkg itself statically (for the VM test tier's guest).
 //! - `platform`, `dockerfiles`: the images (see ci/README.md).
 //! - `tag`, `notes`, `changed`: the release process (see ci/README.md).
@@ -16,6 +17,7 @@ mod dist_self;
 mod elf;
 mod error;
 mod images;
+mod lint;
 mod notes;
 mod platform;
 mod release;
@@ -58,6 +60,15 @@ enum Command {
     },
     /// Run a package's modes locally, as the agent runs them on a node.
     Run(run::RunArgs),
+    /// Check Skyhook resources (SCR YAML) against the packages, offline: exit 0 clean, 1 findings, 2 unreadable.
+    Lint {
+        /// SCR files.
+        #[arg(required = true)]
+        scrs: Vec<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = lint::Format::Text)]
+        format: lint::Format,
+    },
     /// Print the Rust target and cross toolchain packages for a Docker platform (shell assignments).
     Platform {
         /// The platform to build for (`linux/amd64`, `linux/arm64`).
@@ -121,6 +132,7 @@ fn main() -> ExitCode {
         Command::Validate { paths } => validate::run(&paths),
         Command::Dist { packages, target, out } => dist::run(&packages, target.as_deref(), out.as_deref()),
         Command::Run(args) => run::run(&args).map_err(|e| e.to_string()),
+        Command::Lint { scrs, format } => lint::run(&scrs, format).map_err(|e| e.to_string()),
         Command::Platform { target_platform, build } => platform::run(&target_platform, build.as_deref()),
         Command::Dockerfiles { write } => images::run(write),
         Command::Tag { tag, registry, owner } => release::run(&tag, &registry, owner.as_deref()),

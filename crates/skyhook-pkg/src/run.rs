@@ -384,14 +384,15 @@ fn lifecycle_stages(
     declared: &Declared,
     entry: Option<&ScrEntry>,
 ) -> Result<Vec<Stage>, ToolError> {
-    if args.uninstall && args.operator == Operator::Current && entry.is_some_and(|e| !e.uninstall_enabled()) {
+    let uninstall = args.uninstall || entry.is_some_and(|e| e.uninstall.is_some_and(|u| u.apply));
+    if uninstall && args.operator == Operator::Current && entry.is_some_and(|e| !e.uninstall_enabled()) {
         return Err(ToolError::usage(
             "current operators uninstall only entries with `uninstall: {enabled: true}`; add it to the SCR entry \
              (an entry removed without it runs nothing on the nodes)",
         ));
     }
     let history = Agent::new(tree.clone(), dep.clone())?.history().clone();
-    let request = if args.uninstall {
+    let request = if uninstall {
         Request::Uninstall
     } else {
         Request::Apply {
@@ -420,7 +421,11 @@ fn execute(tree: &PackageTree, dep: &Deployment, stages: Vec<Stage>, until_inter
                     interrupt_note(interrupt.as_ref(), needed.as_ref(), after_uninstall)
                 );
                 if until_interrupt {
-                    println!("[interrupt] stopping here: carry it out, then run the post-interrupt mode");
+                    let asked = needed.as_ref().map_or("none reported".to_string(), ToString::to_string);
+                    println!(
+                        "[interrupt] stopping here; the package said its change needs: {asked}; \
+                         carry it out, then run the post-interrupt mode"
+                    );
                     break;
                 }
                 continue;

@@ -136,11 +136,6 @@ impl Scr {
         })
     }
 
-    /// The 1-based line of entry `entry` in the text (0 when not found).
-    pub fn entry_line(&self, entry: &str) -> usize {
-        self.find_key(0, entry, None).map_or(0, |(line, _)| line + 1)
-    }
-
     /// The 1-based line of `path` (keys nested in that order) inside entry `entry`,
     /// else of the deepest key found on the way.
     pub fn line_of(&self, entry: &str, path: &[&str]) -> usize {
@@ -320,7 +315,7 @@ spec:
     #[test]
     fn finds_the_line_of_a_key() {
         let s = scr();
-        assert_eq!(s.entry_line("tuning"), 7);
+        assert_eq!(s.line_of("tuning", &[]), 7);
         assert_eq!(s.line_of("tuning", &["configMap", "grub.conf"]), 17);
         assert_eq!(s.line_of("tuning", &["configInterrupts", "grub.conf"]), 13);
         assert_eq!(s.line_of("tuning", &["version"]), 8);

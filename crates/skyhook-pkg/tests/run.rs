@@ -217,8 +217,7 @@ fn lifecycle_until_interrupt_stops_where_the_agent_carries_out_the_interrupt() {
         ["apply", "apply-check", "config", "config-check"]
     );
     assert!(
-        out.contains("the package said its change needs {type: reboot}")
-            && out.contains("[interrupt] stopping here: carry it out, then run the post-interrupt mode"),
+        out.contains("[interrupt] stopping here; the package said its change needs: {type: reboot}; carry it out"),
         "{out}"
     );
     // After the interrupt (a reboot, on a real node), post-interrupt resumes.
