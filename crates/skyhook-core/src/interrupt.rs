@@ -233,7 +233,10 @@ mod tests {
             "skyhook-interrupt-needed: {\"type\":\"reboot\"}"
         );
         assert_eq!(Interrupt::from_report_line("interrupt needed: {type: reboot}"), None);
-        assert_eq!(Interrupt::from_report_line("skyhook-interrupt-needed: {\"type\":\"shutdown\"}"), None);
+        assert_eq!(
+            Interrupt::from_report_line("skyhook-interrupt-needed: {\"type\":\"shutdown\"}"),
+            None
+        );
     }
 
     #[test]

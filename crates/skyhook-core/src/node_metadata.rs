@@ -85,7 +85,10 @@ impl NodeMetadata {
 
     fn read_packages(&mut self, v: &Value, path: &Path, warnings: &mut Vec<String>) {
         let Some(object) = v.as_object() else {
-            warnings.push(format!("{}: not a JSON object; no package metadata read", path.display()));
+            warnings.push(format!(
+                "{}: not a JSON object; no package metadata read",
+                path.display()
+            ));
             return;
         };
         self.agent_version = object.get("agentVersion").and_then(Value::as_str).map(str::to_string);
@@ -264,7 +267,11 @@ mod tests {
         assert_eq!(m.packages["good"].name, "good", "the name defaults to the SCR key");
         assert_eq!(warnings.len(), 3, "{warnings:?}");
         assert!(warnings[0].contains("labels.json: not valid JSON"), "{}", warnings[0]);
-        assert!(warnings[1].contains("annotations.json: \"b\" is not a string"), "{}", warnings[1]);
+        assert!(
+            warnings[1].contains("annotations.json: \"b\" is not a string"),
+            "{}",
+            warnings[1]
+        );
         assert!(
             warnings[2].contains("packages.json: package \"bad\"") && warnings[2].contains("shutdown"),
             "{}",
