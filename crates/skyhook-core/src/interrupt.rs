@@ -149,6 +149,18 @@ impl fmt::Display for Interrupt {
     }
 }
 
+/// What config says when the SCR dropped a key whose change needs a reboot (tuning's
+/// `grub.conf`, kdump's `crashkernel`): the boot configuration changed, but the
+/// operator never interrupts for a removed key, so the running kernel keeps `what`
+/// until the node's next reboot.
+pub fn removed_key_keeps_until_reboot(key: &str, what: &str) -> String {
+    format!(
+        "configMap key {key:?} was removed: the boot configuration no longer has {what}, but the operator never \
+         interrupts for a removed key, so this node keeps running with them until its next reboot. To drop them \
+         now, reboot the node (drain it first), or change a key whose configInterrupt is {{type: reboot}}"
+    )
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
