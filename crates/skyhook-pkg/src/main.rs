@@ -59,7 +59,7 @@ enum Command {
         out: Option<PathBuf>,
     },
     /// Run a package's modes locally, as the agent runs them on a node.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
     /// Check Skyhook resources (SCR YAML) against the packages, offline: exit 0 clean, 1 findings, 2 unreadable.
     Lint {
         /// SCR files.
