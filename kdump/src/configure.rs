@@ -40,7 +40,17 @@ pub fn config(step: &Step) -> Result<Outcome> {
         }
         (Some(boot), None) => {
             log::info!("the configMap has no crashkernel key any more: putting the distribution's setting back");
-            boot.restore(&mut state, true)?
+            let restored = boot.restore(&mut state, true)?;
+            if restored {
+                log::warn!(
+                    "{}",
+                    skyhook_core::interrupt::removed_key_keeps_until_reboot(
+                        crate::input::CRASHKERNEL_KEY,
+                        "this package's crashkernel argument (the memory stays reserved for a crash kernel)"
+                    )
+                );
+            }
+            restored
         }
         (None, _) => {
             log::info!("no crashkernel key: the kernel command line stays as the distribution set it");

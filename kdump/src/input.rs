@@ -10,6 +10,29 @@ use skyhook_core::{Error, Host, Result};
 use crate::crashkernel::{CrashKernel, Form, human};
 use crate::platform::Platform;
 
+/// Validates the configMap offline, without looking at a node (the entry point of
+/// `skyhook-pkg lint`): the crashkernel syntax, kdump.conf, and unknown keys.
+pub fn validate(configmaps: &ConfigMaps) -> Result<()> {
+    let mut problems = match Input::parse(configmaps) {
+        Ok(_) => Vec::new(),
+        Err(Error::Input(p)) => p,
+        Err(e) => return Err(e),
+    };
+    for key in configmaps.keys() {
+        if key != CRASHKERNEL_KEY && key != KDUMP_CONF_KEY {
+            problems.push(format!(
+                "configMap key {key:?} is not one this package reads ({CRASHKERNEL_KEY:?}, {KDUMP_CONF_KEY:?}); \
+                 config ignores it"
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Input(problems))
+    }
+}
+
 /// The configMap key holding the crashkernel value.
 pub const CRASHKERNEL_KEY: &str = "crashkernel";
 /// The configMap key holding the service configuration.

@@ -394,3 +394,22 @@ fn warns_about_keys_it_does_not_read() {
         .expect_code(0)
         .expect_output("\"crashKernel\" is not one this package reads");
 }
+
+#[test]
+fn removing_crashkernel_says_the_node_keeps_the_reservation_until_its_next_reboot() {
+    let node = installed(UBUNTU);
+    node.configmap("crashkernel", "256M");
+    node.run("config").expect_code(0);
+    reboot(&node, UBUNTU, 256 << 20);
+    node.run("post-interrupt-check").expect_code(0);
+
+    node.remove_configmap("crashkernel");
+    node.run("config")
+        .expect_code(0)
+        .expect_output("configMap key \"crashkernel\" was removed")
+        .expect_output("the memory stays reserved for a crash kernel")
+        .expect_output("keeps running with them until its next reboot")
+        .expect_output("reboot the node (drain it first)");
+    node.run("config-check").expect_code(0);
+    node.run("post-interrupt-check").expect_code(0);
+}

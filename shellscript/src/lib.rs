@@ -6,9 +6,11 @@
 //! run and succeeds. The script's exit code is the step's. Modules: [`script`] (the
 //! key, what is in it, its shebang), [`interpreter`] (which program runs it),
 //! [`settings`] (time limit and grace period from the SCR's env), [`supervise`]
-//! (the child process: its group, signals, limits).
+//! (the child process: its group, signals, limits), [`kept`] (the uninstall
+//! scripts kept on the node for older operators, which uninstall without the configMap).
 
 pub mod interpreter;
+pub mod kept;
 pub mod script;
 pub mod settings;
 pub mod supervise;
@@ -47,10 +49,15 @@ impl Package for Shellscript {
             key: &key,
             started: Instant::now(),
         };
-        run_stage(step, &report).inspect_err(|e| {
+        kept::refresh(step)?;
+        let outcome = run_stage(step, &report).inspect_err(|e| {
             let outcome = if e.exit_code() == 2 { "refused" } else { "failed" };
             report.done("none", e.exit_code(), outcome);
-        })
+        })?;
+        if step.mode() == Mode::UninstallCheck && outcome.exit_code == 0 {
+            kept::forget(step)?;
+        }
+        Ok(outcome)
     }
 }
 
@@ -58,7 +65,11 @@ impl Package for Shellscript {
 fn run_stage(step: &Step, report: &Report) -> Result<Outcome> {
     let settings = Settings::from_env()?;
     let (mode, key) = (report.mode, report.key);
-    let Some(raw) = step.configmaps.bytes(key) else {
+    let from_configmap = step
+        .configmaps
+        .bytes(key)
+        .map(|raw| (raw.to_vec(), step.configmaps.path(key)));
+    let Some((raw, script_path)) = from_configmap.map_or_else(|| kept::script(step), |s| Ok(Some(s)))? else {
         let misses = script::near_misses(mode, step.configmaps.keys());
         log::info!(
             "no configMap key {key:?} (looked for {}): stage {mode} has nothing to run{}",
@@ -75,7 +86,7 @@ fn run_stage(step: &Step, report: &Report) -> Result<Outcome> {
         );
         return Ok(report.done("none", 0, "absent"));
     };
-    let shebang = match script::inspect(key, raw)? {
+    let shebang = match script::inspect(key, &raw)? {
         Content::Empty => {
             log::warn!("configMap key {key:?} is empty (only blanks, if anything): stage {mode} has nothing to run");
             return Ok(report.done("none", 0, "empty"));
@@ -89,7 +100,6 @@ fn run_stage(step: &Step, report: &Report) -> Result<Outcome> {
             return Ok(report.done(&missing.name, EXIT_NOT_FOUND, "interpreter-missing"));
         }
     };
-    let script_path = step.configmaps.path(key);
     let command = command(step, &interpreter, &script_path);
     log::info!(
         "running {key} under {}{} in {}",

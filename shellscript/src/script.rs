@@ -17,6 +17,33 @@ use std::os::unix::ffi::OsStrExt;
 
 use skyhook_core::{Error, Mode, Result};
 
+/// Validates the configMap offline (the entry point of `skyhook-pkg lint`): every
+/// stage script is inspected as its stage would, and a key that looks like a
+/// misspelt stage script is a problem (that stage would run nothing).
+pub fn validate(configmaps: &skyhook_core::ConfigMaps) -> Result<()> {
+    let mut problems = Vec::new();
+    for mode in Mode::ALL {
+        if let Some(raw) = configmaps.bytes(&key(mode)) {
+            match inspect(&key(mode), raw) {
+                Ok(_) => {}
+                Err(Error::Input(p)) => problems.extend(p),
+                Err(e) => return Err(e),
+            }
+        }
+        for near in near_misses(mode, configmaps.keys()) {
+            problems.push(format!(
+                "configMap key {near:?} is not a stage script: the {mode} stage runs {:?} (rename the key)",
+                key(mode)
+            ));
+        }
+    }
+    if problems.is_empty() {
+        Ok(())
+    } else {
+        Err(Error::Input(problems))
+    }
+}
+
 /// The configMap key holding the script of `mode`: `apply_check.sh`.
 pub fn key(mode: Mode) -> String {
     format!("{}.sh", mode.underscored())

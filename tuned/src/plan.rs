@@ -21,6 +21,12 @@ use skyhook_core::{ConfigMaps, Error, Host, Result};
 use crate::conf::{self, Conf, Include};
 use crate::layout::{MULTIPLE_PROFILES_SINCE, Tuned};
 
+/// Validates the configMap offline, with the parsers config uses (the entry point
+/// of `skyhook-pkg lint`): `Err(Error::Input)` lists every problem.
+pub fn validate(configmaps: &ConfigMaps) -> Result<()> {
+    Request::parse(configmaps).map(|_| ())
+}
+
 /// The configMap key naming the profile(s) to activate.
 pub const PROFILE_KEY: &str = "tuned_profile";
 /// The suffix that makes a configMap key a helper script.

@@ -13,6 +13,12 @@ use crate::paths::Paths;
 use crate::sysctl::{self, SysctlConf};
 use crate::ulimit::{self, UlimitConf};
 
+/// Validates the configMap offline, with the parsers config uses (the entry point
+/// of `skyhook-pkg lint`): `Err(Error::Input)` lists every problem.
+pub fn validate(cm: &ConfigMaps) -> Result<()> {
+    Desired::parse(cm).map(|_| ())
+}
+
 /// What the configMap asks for.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Desired {

@@ -325,7 +325,13 @@ pub fn config(step: &Step) -> Result<Outcome> {
     if pam_changed {
         log::info!("pam_limits session stack changed: applies to sessions opened from now on, no interrupt needed");
     }
-    if grub_changed {
+    if grub_changed && desired.grub.is_empty() {
+        log::warn!(
+            "{}",
+            skyhook_core::interrupt::removed_key_keeps_until_reboot(grub::KEY, "this package's kernel arguments")
+        );
+        needs.push(Interrupt::Reboot);
+    } else if grub_changed {
         log::info!(
             "{}: kernel command line changed: needs {}",
             grub::KEY,

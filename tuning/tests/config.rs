@@ -444,3 +444,20 @@ fn rhel_hosts_get_kernel_arguments_through_grubby() {
     run(&n, "uninstall-check", 0);
     before.assert_same(&n.snapshot());
 }
+
+#[test]
+fn removing_grub_conf_says_the_node_keeps_the_arguments_until_its_next_reboot() {
+    let n = configured();
+    reboot(&n);
+    service(&n, "containerd.service", 4243, &CONTAINERD_LIMITS);
+    run(&n, "post-interrupt-check", 0);
+
+    n.remove_configmap("grub.conf");
+    run(&n, "config", 0)
+        .expect_output("configMap key \"grub.conf\" was removed")
+        .expect_output("the operator never interrupts for a removed key, so this node keeps running with them until its next reboot")
+        .expect_output("reboot the node (drain it first)");
+    assert!(!n.exists(&grub_file()), "the boot configuration changed");
+    run(&n, "config-check", 0);
+    run(&n, "post-interrupt-check", 0);
+}

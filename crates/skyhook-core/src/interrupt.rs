@@ -14,6 +14,9 @@ use serde_json::{Value, json};
 
 use crate::error::{Error, Result};
 
+/// The tag of the machine-readable interrupt report line (see [`Interrupt::report_line`]).
+pub const REPORT_TAG: &str = "skyhook-interrupt-needed: ";
+
 /// An interrupt, cheapest first.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 pub enum Interrupt {
@@ -24,7 +27,8 @@ pub enum Interrupt {
         /// Units to restart, sorted, without duplicates.
         services: Vec<String>,
     },
-    /// `service procps force-reload` and a restart of all services.
+    /// `service procps force-reload`: reloads the sysctl settings through the procps
+    /// init script (that is all the agent does for it; it restarts no service).
     RestartAllServices,
     /// Reboot the node: the most expensive interrupt on a fleet.
     Reboot,
@@ -105,6 +109,22 @@ impl Interrupt {
         })
     }
 
+    /// The machine-readable line a step prints once, at its end, to say which
+    /// interrupt its change needs: [`REPORT_TAG`] then the SCR spelling as JSON.
+    /// [`Interrupt::from_report_line`] reads it back.
+    pub fn report_line(&self) -> String {
+        format!("{REPORT_TAG}{}", self.to_scr())
+    }
+
+    /// The interrupt reported by `line`, if it carries [`REPORT_TAG`] (anywhere: log
+    /// and relay prefixes come before it); `None` for any other line and for a
+    /// tagged line whose JSON does not parse.
+    pub fn from_report_line(line: &str) -> Option<Self> {
+        let (_, json) = line.split_once(REPORT_TAG)?;
+        let value: Value = serde_json::from_str(json.trim()).ok()?;
+        Self::from_json(&value).ok()
+    }
+
     /// Parses the agent's base64-encoded wire form.
     pub fn from_wire_base64(text: &str) -> Result<Self> {
         let raw = base64::engine::general_purpose::STANDARD
@@ -127,6 +147,18 @@ impl fmt::Display for Interrupt {
             Interrupt::Reboot => f.write_str("{type: reboot}"),
         }
     }
+}
+
+/// What config says when the SCR dropped a key whose change needs a reboot (tuning's
+/// `grub.conf`, kdump's `crashkernel`): the boot configuration changed, but the
+/// operator never interrupts for a removed key, so the running kernel keeps `what`
+/// until the node's next reboot.
+pub fn removed_key_keeps_until_reboot(key: &str, what: &str) -> String {
+    format!(
+        "configMap key {key:?} was removed: the boot configuration no longer has {what}, but the operator never \
+         interrupts for a removed key, so this node keeps running with them until its next reboot. To drop them \
+         now, reboot the node (drain it first), or change a key whose configInterrupt is {{type: reboot}}"
+    )
 }
 
 #[cfg(test)]
@@ -200,6 +232,23 @@ mod tests {
             "{type: service, services: [containerd]}"
         );
         assert_eq!(Interrupt::Reboot.to_string(), "{type: reboot}");
+    }
+
+    #[test]
+    fn the_report_line_is_read_back_by_the_same_type() {
+        for i in all() {
+            let line = format!("[config/tuning] info: {}", i.report_line());
+            assert_eq!(Interrupt::from_report_line(&line), Some(i));
+        }
+        assert_eq!(
+            Interrupt::Reboot.report_line(),
+            "skyhook-interrupt-needed: {\"type\":\"reboot\"}"
+        );
+        assert_eq!(Interrupt::from_report_line("interrupt needed: {type: reboot}"), None);
+        assert_eq!(
+            Interrupt::from_report_line("skyhook-interrupt-needed: {\"type\":\"shutdown\"}"),
+            None
+        );
     }
 
     #[test]

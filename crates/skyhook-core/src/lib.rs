@@ -24,6 +24,7 @@ pub mod host;
 pub mod interrupt;
 pub mod limits;
 pub mod mode;
+pub mod node_metadata;
 pub mod nofollow;
 pub mod pam;
 pub mod pkgmgr;

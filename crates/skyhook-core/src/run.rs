@@ -254,6 +254,7 @@ fn report<P: Package>(mode: Mode, result: Result<Outcome>, started: Instant) -> 
                         "interrupt needed: {i} (declare it in the SCR as `interrupt` or in `configInterrupts`; the package cannot trigger it)"
                     ),
                 }
+                log::info!("{}", i.report_line());
             }
             if outcome.exit_code == 0 {
                 log::info!("{what}: succeeded in {} ms", took.as_millis());

@@ -1,12 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The local agent: does on one machine what the Skyhook agent does on a node for
-//! each step of a mode (AGENT_CONTRACT.md): copies the package to a copy dir under
+//! each step of a mode (PACKAGE_LIFECYCLE.md): copies the package to a copy dir under
 //! the host root, writes the configMap there, then runs each step — chrooted into the
 //! root when it is not `/`, working directory the copy dir, the contract's
 //! environment, `env:NAME` arguments resolved, success judged by `returncodes` — and
 //! keeps the agent's bookkeeping: flags of steps that succeeded (skipped next time
 //! unless the mode or the step says otherwise) and the installed version (for
-//! `PREVIOUS_VERSION`).
+//! `PREVIOUS_VERSION`, the configMap config last ran with). Only the newest copy
+//! dir of a package entry is kept under the root's `/var/lib/skyhook/<skyhook>/`.
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -21,9 +22,11 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use skyhook_core::Mode;
 use skyhook_core::config::{PackageConfig, StepConfig};
-use skyhook_core::semver::Version;
+use skyhook_core::interrupt::Interrupt;
+use skyhook_core::node_metadata::{self, NodeMetadata};
 
 use crate::dist::copy_tree;
+use crate::error::ToolError;
 
 /// Where the local agent keeps its bookkeeping on the host (the agent's `SKYHOOK_ROOT_DIR`).
 pub const AGENT_DIR: &str = "/var/lib/skyhook-pkg";
@@ -43,12 +46,12 @@ pub struct PackageTree {
 
 impl PackageTree {
     /// Loads the tree at `dir`, refusing a config.json that does not parse.
-    pub fn load(dir: &Path) -> Result<Self, String> {
+    pub fn load(dir: &Path) -> Result<Self, ToolError> {
         let path = dir.join("config.json");
-        let text = fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))?;
+        let text = fs::read_to_string(&path).map_err(|e| ToolError::io("read the package's config.json", &path, e))?;
         let config = skyhook_core::config::parse(&text).map_err(|r| {
             let errors: Vec<String> = r.errors.iter().map(ToString::to_string).collect();
-            format!("{}: {}", path.display(), errors.join("; "))
+            ToolError::input(&path, errors.join("; "))
         })?;
         Ok(PackageTree {
             dir: dir.to_path_buf(),
@@ -72,6 +75,22 @@ pub struct Deployment {
     pub configmaps: BTreeMap<String, Vec<u8>>,
     /// The SCR's `env` entries for the package.
     pub env: Vec<(String, String)>,
+    /// The node metadata to write into the copy dir (`None`: none, as on older
+    /// operators or a node without labels and annotations).
+    pub metadata: Option<NodeMetadata>,
+}
+
+impl Deployment {
+    /// The same deployment as the older operators' uninstall stub sees it: no
+    /// configMap, no env, no node metadata.
+    pub fn stub(&self) -> Self {
+        Deployment {
+            configmaps: BTreeMap::new(),
+            env: Vec::new(),
+            metadata: None,
+            ..self.clone()
+        }
+    }
 }
 
 /// The local agent's bookkeeping for one package name on one host.
@@ -83,6 +102,9 @@ pub struct History {
     pub uninstalled: bool,
     /// Steps that succeeded: `<version>/<mode>/<step>`.
     pub flags: Vec<String>,
+    /// The configMap config last succeeded with: key → digest of the value.
+    #[serde(default)]
+    pub configmap: BTreeMap<String, String>,
 }
 
 impl History {
@@ -120,8 +142,8 @@ pub struct StepReport {
     pub duration: Duration,
     /// How it ended.
     pub status: Status,
-    /// The interrupt the step said the change needs (`interrupt needed: …` line).
-    pub interrupt: Option<String>,
+    /// The interrupt the step said the change needs (its report line).
+    pub interrupt: Option<Interrupt>,
     /// Why it failed to start, when it did.
     pub error: Option<String>,
 }
@@ -147,14 +169,24 @@ pub fn resolve_arguments(args: &[String], env: &BTreeMap<String, String>) -> Vec
 /// A short, stable hash of the configMap: the copy dir changes with it, as it
 /// changes with the SCR's generation on a node.
 pub fn generation(configmaps: &BTreeMap<String, Vec<u8>>) -> String {
-    let mut h: u64 = 0xcbf2_9ce4_8422_2325;
-    for (k, v) in configmaps {
-        for b in k.bytes().chain([0u8]).chain(v.iter().copied()).chain([0u8]) {
-            h ^= u64::from(b);
-            h = h.wrapping_mul(0x0100_0000_01b3);
-        }
-    }
-    format!("{:08x}", h >> 32)
+    let bytes = configmaps
+        .iter()
+        .flat_map(|(k, v)| k.bytes().chain([0u8]).chain(v.iter().copied()).chain([0u8]));
+    format!("{:08x}", fnv1a(bytes) >> 32)
+}
+
+/// Key → a digest of its value: what [`History::configmap`] records.
+pub fn digests(configmaps: &BTreeMap<String, Vec<u8>>) -> BTreeMap<String, String> {
+    configmaps
+        .iter()
+        .map(|(k, v)| (k.clone(), format!("{:016x}", fnv1a(v.iter().copied()))))
+        .collect()
+}
+
+fn fnv1a(bytes: impl Iterator<Item = u8>) -> u64 {
+    bytes.fold(0xcbf2_9ce4_8422_2325, |h, b| {
+        (h ^ u64::from(b)).wrapping_mul(0x0100_0000_01b3)
+    })
 }
 
 /// The local agent for one deployment of one package tree.
@@ -166,7 +198,7 @@ pub struct Agent {
 
 impl Agent {
     /// An agent for `tree` as `dep` describes it, with the history kept on the host.
-    pub fn new(tree: PackageTree, dep: Deployment) -> Result<Self, String> {
+    pub fn new(tree: PackageTree, dep: Deployment) -> Result<Self, ToolError> {
         let mut agent = Agent {
             tree,
             dep,
@@ -174,7 +206,12 @@ impl Agent {
         };
         let path = agent.real(&agent.history_path());
         if let Ok(text) = fs::read_to_string(&path) {
-            agent.history = serde_json::from_str(&text).map_err(|e| format!("{}: {e}", path.display()))?;
+            agent.history = serde_json::from_str(&text).map_err(|e| {
+                ToolError::input(
+                    &path,
+                    format!("the local agent's history does not parse ({e}); remove the file to start afresh"),
+                )
+            })?;
         }
         Ok(agent)
     }
@@ -194,10 +231,11 @@ impl Agent {
             .join(format!("{}.json", self.dep.name))
     }
 
-    fn save_history(&self) -> Result<(), String> {
+    fn save_history(&self) -> Result<(), ToolError> {
         let path = self.real(&self.history_path());
-        let json = serde_json::to_vec_pretty(&self.history).map_err(|e| e.to_string())?;
-        skyhook_core::host::write_atomic(&path, &json, 0o644).map_err(|e| format!("{}: {e}", path.display()))
+        let json = serde_json::to_vec_pretty(&self.history).map_err(|e| ToolError::Other(e.to_string()))?;
+        skyhook_core::host::write_atomic(&path, &json, 0o644)
+            .map_err(|e| ToolError::io("save the local agent's history", &path, e))
     }
 
     /// The copy dir of this deployment, as a host path.
@@ -218,10 +256,12 @@ impl Agent {
     /// Copies the package and writes the configMap into the copy dir (the init
     /// container's and the agent's work), and `root_dir/` over the host root unless
     /// the mode uninstalls.
-    pub fn prepare(&self, mode: Mode) -> Result<PathBuf, String> {
+    pub fn prepare(&self, mode: Mode) -> Result<PathBuf, ToolError> {
         let copy = self.copy_dir();
         let real = self.real(&copy);
-        let io = |what: &str, e: std::io::Error| format!("cannot {what} in {}: {e}", real.display());
+        let io = |what: &str, e: std::io::Error| ToolError::io(what, &real, e);
+        self.prune_other_copies()
+            .map_err(|e| io("remove the older copy dirs", e))?;
         fs::create_dir_all(&real).map_err(|e| io("create the copy dir", e))?;
         fs::copy(self.tree.dir.join("config.json"), real.join("config.json")).map_err(|e| io("copy config.json", e))?;
         let skyhook_dir = real.join("skyhook_dir");
@@ -237,12 +277,39 @@ impl Agent {
         for (k, v) in &self.dep.configmaps {
             fs::write(configmaps.join(k), v).map_err(|e| io(&format!("write configMap key {k}"), e))?;
         }
-        fs::create_dir_all(real.join("node-metadata")).map_err(|e| io("create node-metadata", e))?;
+        let metadata_dir = real.join(node_metadata::DIR);
+        if metadata_dir.exists() {
+            fs::remove_dir_all(&metadata_dir).map_err(|e| io("replace node-metadata", e))?;
+        }
+        if let Some(m) = &self.dep.metadata {
+            m.write(&metadata_dir).map_err(|e| io("write node-metadata", e))?;
+        }
         let root_dir = self.tree.dir.join("root_dir");
         if root_dir.is_dir() && !matches!(mode, Mode::Uninstall | Mode::UninstallCheck) {
             copy_tree(&root_dir, &self.dep.root).map_err(|e| io("copy root_dir over the host root", e))?;
         }
         Ok(copy)
+    }
+
+    /// Removes the copy dirs of earlier versions and configMaps of this entry: on a
+    /// node each generation gets its own; locally they would pile up.
+    fn prune_other_copies(&self) -> std::io::Result<()> {
+        let own = self.copy_dir();
+        let parent = self.real(own.parent().unwrap_or(Path::new(COPY_ROOT)));
+        let Ok(entries) = fs::read_dir(&parent) else {
+            return Ok(());
+        };
+        let prefix = format!("{}-", self.dep.name);
+        for e in entries.flatten() {
+            let name = e.file_name().to_string_lossy().into_owned();
+            let is_other = name.starts_with(&prefix)
+                && name.contains("-local-")
+                && Some(e.file_name().as_os_str()) != own.file_name();
+            if is_other && e.file_type()?.is_dir() {
+                fs::remove_dir_all(e.path())?;
+            }
+        }
+        Ok(())
     }
 
     /// The environment of a step of `mode` (the contract's table).
@@ -275,7 +342,7 @@ impl Agent {
 
     /// Runs every step of `mode` in order, stopping at the first failure; updates
     /// the flags and the installed version.
-    pub fn run_mode(&mut self, mode: Mode) -> Result<Vec<StepReport>, String> {
+    pub fn run_mode(&mut self, mode: Mode) -> Result<Vec<StepReport>, ToolError> {
         let steps: Vec<StepConfig> = self.tree.config.steps(mode).to_vec();
         let copy = self.prepare(mode)?;
         let mut reports = Vec::new();
@@ -312,9 +379,11 @@ impl Agent {
                 self.history.installed = Some(self.dep.version.clone());
                 self.history.uninstalled = false;
             }
+            Mode::Config => self.history.configmap = digests(&self.dep.configmaps),
             Mode::Uninstall => {
                 self.history.installed = None;
                 self.history.uninstalled = true;
+                self.history.configmap.clear();
                 let prefix = format!("{}/", self.dep.version);
                 self.history.flags.retain(|f| !f.starts_with(&prefix));
             }
@@ -393,8 +462,20 @@ impl Agent {
             duration: started.elapsed(),
             status: if ok { Status::Ok } else { Status::Failed },
             interrupt,
-            error: (!ok).then(|| format!("exit code {code} is not in returncodes {:?}", step.returncodes)),
+            error: (!ok).then(|| failure(code, &step.returncodes)),
         }
+    }
+}
+
+/// Why exit code `code` is a failure: exit 2 is the packages' "bad input" (nothing
+/// changed), 1 a failed action or unmet check.
+pub fn failure(code: i32, returncodes: &[i64]) -> String {
+    match code {
+        2 => "bad input (exit 2): the step refused its configMap or environment and changed nothing; \
+              its log above names the key"
+            .into(),
+        1 => "failed (exit 1): an action failed or a check found unmet expectations; its log above says which".into(),
+        c => format!("exit code {c} is not in returncodes {returncodes:?}"),
     }
 }
 
@@ -438,15 +519,17 @@ impl Drop for Forwarding {
 }
 
 /// Relays a step's output line by line with `prefix`; returns the interrupt the
-/// step reported (`interrupt needed: {type: reboot} (…)`), if any.
-fn relay(pipe: impl std::io::Read, prefix: &str, to_stderr: bool) -> Option<String> {
+/// step reported ([`Interrupt::from_report_line`]), if any; the machine-readable
+/// report line itself is not relayed (the human one before it is).
+fn relay(pipe: impl std::io::Read, prefix: &str, to_stderr: bool) -> Option<Interrupt> {
     let mut interrupt = None;
     for line in BufReader::new(pipe).split(b'\n') {
         let Ok(line) = line else { break };
         let line = String::from_utf8_lossy(&line);
         let line = line.trim_end_matches('\r');
-        if let Some(rest) = line.split("interrupt needed: ").nth(1) {
-            interrupt = Some(rest.split(" (").next().unwrap_or(rest).trim().to_string());
+        if let Some(reported) = Interrupt::from_report_line(line) {
+            interrupt = Some(reported);
+            continue;
         }
         if to_stderr {
             eprintln!("{prefix}{line}");
@@ -466,38 +549,6 @@ fn chmod_executable(path: &Path) -> std::io::Result<()> {
     Ok(())
 }
 
-/// The modes the operator runs for this package given its history, actions each
-/// followed by their check, with `None` marking the interrupt.
-pub fn lifecycle(config: &PackageConfig, history: &History, version: &str) -> Result<Vec<Option<Mode>>, String> {
-    let current: Version = version.parse().map_err(|e| format!("--version: {e}"))?;
-    let installed: Option<Version> = match &history.installed {
-        Some(v) => Some(v.parse().map_err(|e| format!("history: {e}"))?),
-        None => None,
-    };
-    let first = match installed {
-        Some(v) if v < current => vec![Mode::Upgrade],
-        Some(v) if v > current => vec![Mode::Uninstall, Mode::Apply],
-        _ => vec![Mode::Apply],
-    };
-    let mut plan = Vec::new();
-    for action in first.into_iter().chain([Mode::Config]) {
-        plan.extend(with_check(config, action));
-    }
-    plan.push(None);
-    plan.extend(with_check(config, Mode::PostInterrupt));
-    Ok(plan)
-}
-
-/// `action` and its check, each only when config.json gives it steps.
-pub fn with_check(config: &PackageConfig, action: Mode) -> Vec<Option<Mode>> {
-    [Some(action), action.check()]
-        .into_iter()
-        .flatten()
-        .filter(|m| !config.steps(*m).is_empty())
-        .map(Some)
-        .collect()
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -512,19 +563,6 @@ mod tests {
             idempotence,
             upgrade_step: false,
             env: None,
-        }
-    }
-
-    fn config(modes: &[Mode]) -> PackageConfig {
-        PackageConfig {
-            schema_version: "v1".into(),
-            package_name: "demo".into(),
-            package_version: "2.0.0".into(),
-            expected_config_files: vec![],
-            modes: modes
-                .iter()
-                .map(|m| (m.as_str().to_string(), vec![step(m.as_str(), false)]))
-                .collect(),
         }
     }
 
@@ -574,42 +612,9 @@ mod tests {
     }
 
     #[test]
-    fn lifecycle_follows_the_operator() {
-        let all = config(&Mode::ALL);
-        let fresh = lifecycle(&all, &History::default(), "2.0.0").unwrap();
-        use Mode::*;
-        assert_eq!(
-            fresh,
-            [
-                Some(Apply),
-                Some(ApplyCheck),
-                Some(Config),
-                Some(ConfigCheck),
-                None,
-                Some(PostInterrupt),
-                Some(PostInterruptCheck)
-            ]
-        );
-        let older = History {
-            installed: Some("1.9.0".into()),
-            ..History::default()
-        };
-        assert_eq!(
-            lifecycle(&all, &older, "2.0.0").unwrap()[..2],
-            [Some(Upgrade), Some(UpgradeCheck)]
-        );
-        let newer = History {
-            installed: Some("3.0.0".into()),
-            ..History::default()
-        };
-        assert_eq!(
-            lifecycle(&all, &newer, "2.0.0").unwrap()[..4],
-            [Some(Uninstall), Some(UninstallCheck), Some(Apply), Some(ApplyCheck)]
-        );
-        let tuning_like = config(&[Config, ConfigCheck, PostInterruptCheck, Uninstall, UninstallCheck]);
-        assert_eq!(
-            lifecycle(&tuning_like, &History::default(), "2.0.0").unwrap(),
-            [Some(Config), Some(ConfigCheck), None, Some(PostInterruptCheck)]
-        );
+    fn exit_codes_are_explained() {
+        assert!(failure(2, &[0]).starts_with("bad input (exit 2)"));
+        assert!(failure(1, &[0]).contains("unmet expectations"));
+        assert_eq!(failure(3, &[0]), "exit code 3 is not in returncodes [0]");
     }
 }

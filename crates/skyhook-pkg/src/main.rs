@@ -5,6 +5,7 @@
 //! - `dist`: builds the static step binaries and assembles `dist/<package>/`, exactly
 //!   as it must appear at `/skyhook-package` in the image.
 //! - `run`: runs a package's modes locally the way the agent runs them on a node.
+//! - `lint`: checks Skyhook resources against the packages, offline, before a rollout.
 //! - `dist-self`: builds skyhook-pkg itself statically (for the VM test tier's guest).
 //! - `platform`, `dockerfiles`: the images (see ci/README.md).
 //! - `tag`, `notes`, `changed`: the release process (see ci/README.md).
@@ -14,11 +15,15 @@ mod changed;
 mod dist;
 mod dist_self;
 mod elf;
+mod error;
 mod images;
+mod lint;
 mod notes;
 mod platform;
 mod release;
 mod run;
+mod scr;
+mod stages;
 mod validate;
 mod workspace;
 
@@ -54,7 +59,16 @@ enum Command {
         out: Option<PathBuf>,
     },
     /// Run a package's modes locally, as the agent runs them on a node.
-    Run(run::RunArgs),
+    Run(Box<run::RunArgs>),
+    /// Check Skyhook resources (SCR YAML) against the packages, offline: exit 0 clean, 1 findings, 2 unreadable.
+    Lint {
+        /// SCR files.
+        #[arg(required = true)]
+        scrs: Vec<PathBuf>,
+        /// Output format.
+        #[arg(long, value_enum, default_value_t = lint::Format::Text)]
+        format: lint::Format,
+    },
     /// Print the Rust target and cross toolchain packages for a Docker platform (shell assignments).
     Platform {
         /// The platform to build for (`linux/amd64`, `linux/arm64`).
@@ -117,7 +131,8 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Validate { paths } => validate::run(&paths),
         Command::Dist { packages, target, out } => dist::run(&packages, target.as_deref(), out.as_deref()),
-        Command::Run(args) => run::run(&args),
+        Command::Run(args) => run::run(&args).map_err(|e| e.to_string()),
+        Command::Lint { scrs, format } => lint::run(&scrs, format).map_err(|e| e.to_string()),
         Command::Platform { target_platform, build } => platform::run(&target_platform, build.as_deref()),
         Command::Dockerfiles { write } => images::run(write),
         Command::Tag { tag, registry, owner } => release::run(&tag, &registry, owner.as_deref()),

@@ -53,7 +53,7 @@ echo "$0 $* dir=$(pwd) SKYHOOK_DIR=$SKYHOOK_DIR ID=$SKYHOOK_RESOURCE_ID SCR=$SCR
     script(
         d.path(),
         "act.sh",
-        &format!("{record}\necho 'info: interrupt needed: {{type: reboot}} (declare it)' >&2"),
+        &format!("{record}\necho 'info: skyhook-interrupt-needed: {{\"type\":\"reboot\"}}' >&2"),
     );
     script(d.path(), "act_check.sh", record);
     script(d.path(), "fail.sh", "echo broken >&2; exit 7");
@@ -158,7 +158,7 @@ fn runs_the_lifecycle_chrooted_with_the_agents_environment_and_rules() {
         "cwd is the copy dir: {first}"
     );
     assert!(
-        out.contains("not carried out locally; the package said its change needs: {type: reboot}"),
+        out.contains("[interrupt] not carried out locally: none declared in the SCR; the package said its change needs {type: reboot}; nothing declared covers it"),
         "{out}"
     );
     assert!(
@@ -193,7 +193,7 @@ fn runs_the_lifecycle_chrooted_with_the_agents_environment_and_rules() {
     let (ok, out) = skyhook_pkg(root.path(), newer.path(), &["uninstall"]);
     assert!(!ok);
     assert!(
-        out.contains("exit code 7 is not in returncodes [0, 3]") && out.contains("broken"),
+        out.contains("FAILED: exit code 7 is not in returncodes [0, 3]") && out.contains("broken"),
         "{out}"
     );
     assert!(
@@ -217,7 +217,7 @@ fn lifecycle_until_interrupt_stops_where_the_agent_carries_out_the_interrupt() {
         ["apply", "apply-check", "config", "config-check"]
     );
     assert!(
-        out.contains("[interrupt] stopping here; the package said its change needs: {type: reboot}"),
+        out.contains("[interrupt] stopping here; the package said its change needs: {type: reboot}; carry it out"),
         "{out}"
     );
     // After the interrupt (a reboot, on a real node), post-interrupt resumes.
@@ -310,4 +310,167 @@ fn refuses_without_a_root() {
         .unwrap();
     assert!(!out.status.success());
     assert!(String::from_utf8_lossy(&out.stderr).contains("--root /"));
+}
+
+/// An SCR with the demo package: interrupt reboot, explicit uninstall enabled.
+const SCR: &str = r#"apiVersion: skyhook.nvidia.com/v1alpha1
+kind: Skyhook
+metadata:
+  name: lab
+spec:
+  packages:
+    demo-a:
+      version: 2.0.0
+      image: example.org/demo:2.0.0
+      interrupt: {type: reboot}
+      configInterrupts:
+        greeting: {type: service, services: [containerd]}
+      uninstall: {enabled: true}
+      env:
+        - {name: SCR_VAR, value: from-yaml}
+      configMap:
+        greeting: hello-from-scr
+"#;
+
+fn run_scr(root: &Path, pkg: &Path, scr: &Path, args: &[&str]) -> (bool, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
+        .arg("run")
+        .arg(pkg)
+        .args(["--scr", scr.to_str().unwrap(), "--package", "demo-a", "--root"])
+        .arg(root)
+        .args(args)
+        .output()
+        .unwrap();
+    let text = format!(
+        "{}{}",
+        String::from_utf8_lossy(&out.stdout),
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (out.status.success(), text)
+}
+
+#[test]
+fn an_scr_entry_drives_the_stages_and_the_node_metadata() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test chroots: run the test suite as root, as CI does"
+    );
+    let root = minimal_root();
+    let pkg = package("2.0.0");
+    let scr = root.path().join("scr.yaml");
+    fs::write(&scr, SCR).unwrap();
+    let (ok, out) = run_scr(
+        root.path(),
+        pkg.path(),
+        &scr,
+        &["--lifecycle", "--label", "nvidia.com/gpu.product=H100"],
+    );
+    assert!(ok, "{out}");
+    let rec = record(root.path());
+    assert!(
+        rec[0].contains("ID=lab_demo-a_2.0.0 SCR=from-yaml") && rec[0].contains("cm=hello-from-scr"),
+        "{rec:?}"
+    );
+    assert!(
+        out.contains("[interrupt] not carried out locally: the SCR declares {type: reboot}"),
+        "{out}"
+    );
+    let copies: Vec<_> = fs::read_dir(root.path().join("var/lib/skyhook/lab"))
+        .unwrap()
+        .flatten()
+        .collect();
+    assert_eq!(copies.len(), 1, "one copy dir per entry");
+    let meta = copies[0].path().join("node-metadata");
+    let labels = fs::read_to_string(meta.join("labels.json")).unwrap();
+    assert!(labels.contains("\"nvidia.com/gpu.product\": \"H100\""), "{labels}");
+    let packages = fs::read_to_string(meta.join("packages.json")).unwrap();
+    assert!(
+        packages.contains("\"demo-a\"") && !packages.contains("\"node_restart\"") && packages.contains("reboot"),
+        "{packages}"
+    );
+
+    // Unchanged configMap, same version: nothing runs.
+    fs::remove_file(root.path().join("record")).unwrap();
+    let (ok, out) = run_scr(root.path(), pkg.path(), &scr, &["--lifecycle"]);
+    assert!(ok && out.contains("nothing to run"), "{out}");
+    assert!(record(root.path()).is_empty());
+
+    // A changed key with a configInterrupt: config, its interrupt, post-interrupt.
+    fs::write(&scr, SCR.replace("hello-from-scr", "changed")).unwrap();
+    let (ok, out) = run_scr(root.path(), pkg.path(), &scr, &["--lifecycle"]);
+    assert!(ok, "{out}");
+    // post-interrupt succeeded before and is not idempotent: the agent's flag skips it.
+    assert_eq!(
+        recorded_modes(root.path()),
+        ["config", "config-check", "post-interrupt-check"]
+    );
+    assert!(out.contains("[post-interrupt/post-interrupt] skipped"), "{out}");
+    assert!(
+        out.contains("the SCR declares {type: service, services: [containerd]}"),
+        "{out}"
+    );
+    let copies = fs::read_dir(root.path().join("var/lib/skyhook/lab")).unwrap().count();
+    assert_eq!(copies, 1, "the older generation's copy dir was removed");
+}
+
+#[test]
+fn explicit_uninstall_on_current_operators_and_the_stub_on_older_ones() {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test chroots: run the test suite as root, as CI does"
+    );
+    let root = minimal_root();
+    let pkg = tempfile::tempdir().unwrap();
+    fs::create_dir_all(pkg.path().join("skyhook_dir")).unwrap();
+    script(
+        pkg.path(),
+        "un.sh",
+        r#"cm=none; [ -f configmaps/greeting ] && cm=present; echo "$1 cm=$cm SCR=$SCR_VAR" >> /record"#,
+    );
+    let config = format!(
+        r#"{{"schema_version":"v1","package_name":"demo","package_version":"2.0.0","expected_config_files":["greeting"],"modes":{{"uninstall":{},"uninstall-check":{}}}}}"#,
+        step("uninstall", "un.sh", r#"["uninstall"]"#, false),
+        step("uninstall-check", "un.sh", r#"["uninstall-check"]"#, false)
+    );
+    fs::write(pkg.path().join("config.json"), config).unwrap();
+    let scr = root.path().join("scr.yaml");
+    fs::write(&scr, SCR).unwrap();
+
+    let (ok, out) = run_scr(root.path(), pkg.path(), &scr, &["--lifecycle", "--uninstall"]);
+    assert!(ok, "{out}");
+    assert_eq!(
+        record(root.path()),
+        [
+            "uninstall cm=present SCR=from-yaml",
+            "uninstall-check cm=present SCR=from-yaml"
+        ]
+    );
+    assert!(
+        out.contains("[uninstall-interrupt] not carried out locally: the SCR declares {type: reboot}"),
+        "{out}"
+    );
+
+    fs::remove_file(root.path().join("record")).unwrap();
+    let (ok, out) = run_scr(
+        root.path(),
+        pkg.path(),
+        &scr,
+        &["--lifecycle", "--uninstall", "--operator", "older"],
+    );
+    assert!(ok, "{out}");
+    assert_eq!(
+        record(root.path()),
+        ["uninstall cm=none SCR=", "uninstall-check cm=none SCR="]
+    );
+    assert!(
+        !out.contains("uninstall-interrupt"),
+        "older operators run no interrupt: {out}"
+    );
+
+    fs::write(&scr, SCR.replace("      uninstall: {enabled: true}\n", "")).unwrap();
+    let (ok, out) = run_scr(root.path(), pkg.path(), &scr, &["--lifecycle", "--uninstall"]);
+    assert!(
+        !ok && out.contains("uninstall only entries with `uninstall: {enabled: true}`"),
+        "{out}"
+    );
 }

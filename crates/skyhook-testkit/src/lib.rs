@@ -205,6 +205,13 @@ impl Node {
         self
     }
 
+    /// Removes every environment variable set with [`Node::env`]: the step then sees
+    /// no SCR `env`, as under the older operators' uninstall stub.
+    pub fn clear_env(&mut self) -> &mut Self {
+        self.env.clear();
+        self
+    }
+
     /// Installs a stand-in for `program`: a `/bin/sh` script with `body`. The script
     /// sees `SKYHOOK_HOST_ROOT` and can change the node to simulate the program.
     pub fn stand_in(&self, program: &str, body: &str) -> &Self {

@@ -35,7 +35,8 @@ case "$arg" in *[!A-Za-z0-9._=-]*|'') echo "karg: bad kernel argument '$arg'" >&
 mkdir -p /etc/default/grub.d
 echo "GRUB_CMDLINE_LINUX_DEFAULT=\"\$GRUB_CMDLINE_LINUX_DEFAULT $arg\"" > /etc/default/grub.d/skyhook-smoke.cfg
 update-grub
-echo "info: interrupt needed: {type: reboot} (kernel argument $arg)" >&2"#,
+echo "info: kernel argument $arg needs a reboot" >&2
+echo 'skyhook-interrupt-needed: {"type":"reboot"}' >&2"#,
     ),
     (
         "config-check",

@@ -1,0 +1,488 @@
+// SPDX-License-Identifier: Apache-2.0
+//! `skyhook-pkg lint SCR.yaml…`: checks Skyhook resources against our packages,
+//! offline, with the parsers the packages use on the node (each package's one
+//! `validate` entry point), before a rollout. Every finding names the file, the
+//! package entry, the key, its line and a bounded excerpt of the value:
+//!
+//! - configMap values a package would refuse, and keys it does not read;
+//! - interrupts: spellings the SCR does not accept, configInterrupts keys matching no
+//!   configMap key (the admission webhook rejects those), a change needing a reboot
+//!   without one, a reboot where a cheaper interrupt does;
+//! - uninstall: a package whose uninstall matters without `uninstall: {enabled: true}`;
+//! - version: an entry whose version differs from the image tag or the package's.
+//!
+//! Entries whose image is not one of our packages are skipped.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use kdump::input::KDUMP_CONF_KEY;
+use serde_json::{Value, json};
+use skyhook_core::interrupt::Interrupt;
+use skyhook_core::{ConfigMaps, Error};
+
+use crate::error::ToolError;
+use crate::scr::{Scr, ScrEntry, key_matches, parse_interrupt};
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum Format {
+    /// One line per finding: `FILE:LINE: entry …`.
+    #[default]
+    Text,
+    /// A JSON array of findings, for CI pipelines.
+    Json,
+}
+
+/// One finding.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Finding {
+    /// The SCR file.
+    pub file: PathBuf,
+    /// The package entry.
+    pub entry: String,
+    /// The key the finding is about (`configMap` key, `interrupt`, `version`, …).
+    pub key: String,
+    /// Its 1-based line in the file (0: not found).
+    pub line: usize,
+    /// A bounded excerpt of the value.
+    pub value: String,
+    /// What is wrong and what to do.
+    pub message: String,
+}
+
+impl Finding {
+    fn to_json(&self) -> Value {
+        json!({"file": self.file, "entry": self.entry, "key": self.key, "line": self.line,
+               "value": self.value, "message": self.message})
+    }
+}
+
+/// Our packages, by the last part of their image name.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Kind {
+    Tuning,
+    Tuned,
+    Kdump,
+    Shellscript,
+}
+
+impl Kind {
+    fn of(entry: &ScrEntry) -> Option<Kind> {
+        match entry.image_name().rsplit('/').next()? {
+            "tuning" => Some(Kind::Tuning),
+            "tuned" => Some(Kind::Tuned),
+            "kdump" => Some(Kind::Kdump),
+            "shellscript" => Some(Kind::Shellscript),
+            _ => None,
+        }
+    }
+
+    /// The package version this tool was built with (config.json's).
+    fn version(self) -> String {
+        let text = match self {
+            Kind::Tuning => include_str!("../../../tuning/config.json"),
+            Kind::Tuned => include_str!("../../../tuned/config.json"),
+            Kind::Kdump => include_str!("../../../kdump/config.json"),
+            Kind::Shellscript => include_str!("../../../shellscript/config.json"),
+        };
+        let config: Value = serde_json::from_str(text).unwrap_or_default();
+        config["package_version"].as_str().unwrap_or_default().to_string()
+    }
+
+    /// The package's own validation of a configMap.
+    fn validate(self, cm: &ConfigMaps) -> Vec<String> {
+        let result = match self {
+            Kind::Tuning => tuning::input::validate(cm),
+            Kind::Tuned => tuned::plan::validate(cm),
+            Kind::Kdump => kdump::input::validate(cm),
+            Kind::Shellscript => shellscript::script::validate(cm),
+        };
+        match result {
+            Ok(()) => Vec::new(),
+            Err(Error::Input(problems)) => problems,
+            Err(e) => vec![e.to_string()],
+        }
+    }
+
+    /// The cheapest interrupt a change of configMap key `key` of `cm` needs; `None`
+    /// when this tool cannot tell (shellscript's scripts do anything). For tuned, a
+    /// profile with `[bootloader]` options needs a reboot, and so does `tuned_profile`
+    /// when any profile of the configMap has them.
+    fn needs(self, key: &str, cm: &BTreeMap<String, String>) -> Option<Interrupt> {
+        let value = cm.get(key).map_or("", String::as_str);
+        Some(match (self, key) {
+            (Kind::Tuning, "grub.conf") | (Kind::Kdump, "crashkernel") => Interrupt::Reboot,
+            (Kind::Tuning, k) if k.starts_with("service_") && k.ends_with(".conf") => {
+                Interrupt::service([&k["service_".len()..k.len() - ".conf".len()]])
+            }
+            // The unit is kdump-tools on Debian-like nodes, kdump on RHEL-like ones.
+            (Kind::Kdump, KDUMP_CONF_KEY) => return None,
+            (Kind::Tuned, "tuned_profile") if cm.values().any(|v| has_bootloader(v)) => Interrupt::Reboot,
+            (Kind::Tuned, k) if k != "tuned_profile" && !k.ends_with(".sh") && has_bootloader(value) => {
+                Interrupt::Reboot
+            }
+            (Kind::Shellscript, _) => return None,
+            _ => Interrupt::NoOp,
+        })
+    }
+
+    /// What to say of a key whose need this tool cannot tell, when it is declared a reboot.
+    fn cheaper_than_reboot(self, key: &str) -> Option<&'static str> {
+        (self == Kind::Kdump && key == KDUMP_CONF_KEY)
+            .then_some("a restart of the kdump service ({type: service, services: [kdump-tools]} on Debian-like nodes, [kdump] on RHEL-like ones)")
+    }
+
+    /// Whether the package's uninstall changes the node (so it must be enabled).
+    fn uninstall_matters(self, entry: &ScrEntry) -> bool {
+        self != Kind::Shellscript || entry.config_map.contains_key("uninstall.sh")
+    }
+}
+
+/// Whether a tuned profile has a `[bootloader]` section with options (kernel arguments).
+fn has_bootloader(text: &str) -> bool {
+    tuned::conf::Conf::parse(text).is_ok_and(|c| !c.bootloader().is_empty())
+}
+
+/// `skyhook-pkg lint`: true when no SCR has findings.
+pub fn run(paths: &[PathBuf], format: Format) -> Result<bool, ToolError> {
+    let scrs: Vec<Scr> = paths.iter().map(|p| Scr::load(p)).collect::<Result<_, _>>()?;
+    let findings: Vec<Finding> = scrs.iter().flat_map(lint).collect();
+    match format {
+        Format::Json => {
+            let all: Vec<Value> = findings.iter().map(Finding::to_json).collect();
+            println!("{}", Value::Array(all));
+        }
+        Format::Text => {
+            for f in &findings {
+                println!(
+                    "{}:{}: entry {:?}, {} ({}): {}",
+                    f.file.display(),
+                    f.line,
+                    f.entry,
+                    f.key,
+                    f.value,
+                    f.message
+                );
+            }
+            eprintln!("{} finding(s) in {} file(s)", findings.len(), scrs.len());
+        }
+    }
+    Ok(findings.is_empty())
+}
+
+/// Every finding of one SCR.
+pub fn lint(scr: &Scr) -> Vec<Finding> {
+    let mut findings = Vec::new();
+    for (name, entry) in &scr.packages {
+        let Some(kind) = Kind::of(entry) else {
+            eprintln!(
+                "{}: entry {name:?}: image {:?} is not one of our packages; not checked",
+                scr.path.display(),
+                entry.image
+            );
+            continue;
+        };
+        let mut at = Report {
+            scr,
+            entry: name,
+            findings: &mut findings,
+        };
+        check_version(&mut at, kind, entry);
+        check_configmap(&mut at, kind, entry);
+        check_interrupts(&mut at, kind, entry);
+        if kind.uninstall_matters(entry) && !entry.uninstall_enabled() {
+            at.add(
+                &["uninstall"],
+                "uninstall",
+                "(not enabled)",
+                "this package changes the node, and current operators uninstall it only with \
+                 `uninstall: {enabled: true}` (removing the entry without it runs nothing on the nodes); add it",
+            );
+        }
+    }
+    findings
+}
+
+/// Where findings of one entry go.
+struct Report<'a> {
+    scr: &'a Scr,
+    entry: &'a str,
+    findings: &'a mut Vec<Finding>,
+}
+
+impl Report<'_> {
+    fn add(&mut self, path: &[&str], key: &str, value: &str, message: impl Into<String>) {
+        self.findings.push(Finding {
+            file: self.scr.path.clone(),
+            entry: self.entry.to_string(),
+            key: key.to_string(),
+            line: self.scr.line_of(self.entry, path),
+            value: excerpt(value),
+            message: message.into(),
+        });
+    }
+}
+
+/// The value on one line, at most 60 characters.
+fn excerpt(value: &str) -> String {
+    let flat: String = value.trim().replace('\r', "\\r").replace('\n', "\\n");
+    let mut short: String = flat.chars().take(60).collect();
+    if flat.chars().count() > 60 {
+        short.push('…');
+    }
+    format!("{short:?}")
+}
+
+fn check_version(at: &mut Report, kind: Kind, entry: &ScrEntry) {
+    if let Some(tag) = entry.image_tag().filter(|t| *t != entry.version) {
+        at.add(
+            &["image"],
+            "image",
+            &entry.image,
+            format!(
+                "the image tag {tag:?} differs from the entry's version {:?}: the operator pulls the tag named by \
+                 version; give the same string in both (or drop the tag)",
+                entry.version
+            ),
+        );
+    }
+    let ours = kind.version();
+    if entry.version != ours {
+        at.add(
+            &["version"],
+            "version",
+            &entry.version,
+            format!("this package's version is {ours:?}; the entry's version must be the same string"),
+        );
+    }
+}
+
+fn check_configmap(at: &mut Report, kind: Kind, entry: &ScrEntry) {
+    let cm = ConfigMaps::from_entries(entry.configmap_bytes());
+    for problem in kind.validate(&cm) {
+        let key = entry
+            .config_map
+            .keys()
+            .find(|k| problem.contains(&format!("{k:?}")))
+            .cloned()
+            .unwrap_or_else(|| "configMap".to_string());
+        let value = entry.config_map.get(&key).map_or("", String::as_str);
+        at.add(&["configMap", &key], &key, value, problem);
+    }
+}
+
+fn check_interrupts(at: &mut Report, kind: Kind, entry: &ScrEntry) {
+    let declared = match entry.interrupt.as_ref().map(parse_interrupt).transpose() {
+        Ok(d) => d,
+        Err(why) => {
+            let raw = entry.interrupt.as_ref().map(Value::to_string).unwrap_or_default();
+            at.add(&["interrupt"], "interrupt", &raw, why);
+            None
+        }
+    };
+    let mut overall: Vec<Interrupt> = Vec::new();
+    for (pattern, raw) in &entry.config_interrupts {
+        if !entry.config_map.keys().any(|k| key_matches(pattern, k)) {
+            at.add(
+                &["configInterrupts", pattern],
+                pattern,
+                &raw.to_string(),
+                "matches no configMap key: the admission webhook rejects the SCR (fix the key or remove it)",
+            );
+        }
+        if let Err(why) = parse_interrupt(raw) {
+            at.add(&["configInterrupts", pattern], pattern, &raw.to_string(), why);
+        }
+    }
+    for key in entry.config_map.keys() {
+        let Some(needed) = kind.needs(key, &entry.config_map) else {
+            check_reboot_of_an_unknown_need(at, kind, entry, key);
+            continue;
+        };
+        overall.push(needed.clone());
+        let given: Vec<Interrupt> = entry
+            .config_interrupts
+            .iter()
+            .filter(|(p, _)| key_matches(p, key))
+            .filter_map(|(_, raw)| parse_interrupt(raw).ok())
+            .collect();
+        check_key_interrupt(at, key, &entry.config_map[key], &needed, &given);
+    }
+    if kind == Kind::Shellscript {
+        return;
+    }
+    let needed = Interrupt::covering(overall);
+    match declared {
+        Some(Interrupt::Reboot) if needed != Interrupt::Reboot => at.add(
+            &["interrupt"],
+            "interrupt",
+            "reboot",
+            format!(
+                "no key of this configMap needs a reboot; {needed} covers the first installation \
+                 (a reboot of a GPU node costs minutes of its time)"
+            ),
+        ),
+        Some(d) if d.clone().combine(needed.clone()) != d => at.add(
+            &["interrupt"],
+            "interrupt",
+            &d.to_string(),
+            format!("the first installation needs {needed}, which the declared interrupt does not cover"),
+        ),
+        None if needed != Interrupt::NoOp => at.add(
+            &["interrupt"],
+            "interrupt",
+            "(none)",
+            format!("the first installation needs {needed}: declare it as the package's interrupt"),
+        ),
+        _ => {}
+    }
+}
+
+/// A key whose need depends on the node, declared a reboot: names the cheaper interrupt.
+fn check_reboot_of_an_unknown_need(at: &mut Report, kind: Kind, entry: &ScrEntry, key: &str) {
+    let Some(cheaper) = kind.cheaper_than_reboot(key) else {
+        return;
+    };
+    let reboot = entry
+        .config_interrupts
+        .iter()
+        .any(|(p, raw)| key_matches(p, key) && parse_interrupt(raw) == Ok(Interrupt::Reboot));
+    if reboot {
+        at.add(
+            &["configInterrupts", key],
+            key,
+            "reboot",
+            format!("a change of {key:?} needs no reboot: {cheaper} is enough (a reboot of a GPU node costs minutes of its time)"),
+        );
+    }
+}
+
+/// A configMap key's declared configInterrupts against what its change needs.
+fn check_key_interrupt(at: &mut Report, key: &str, value: &str, needed: &Interrupt, given: &[Interrupt]) {
+    let declared = Interrupt::covering(given.iter().cloned());
+    if *needed == Interrupt::Reboot && declared != Interrupt::Reboot {
+        at.add(
+            &["configMap", key],
+            key,
+            value,
+            format!(
+                "a change of {key:?} changes the kernel command line and takes effect only after a reboot, \
+                 and its configInterrupt is {declared}; add configInterrupts: {{{key}: {{type: reboot}}}}"
+            ),
+        );
+    } else if declared == Interrupt::Reboot && *needed != Interrupt::Reboot {
+        at.add(
+            &["configInterrupts", key],
+            key,
+            "reboot",
+            format!(
+                "a change of {key:?} needs no reboot: {needed} is enough (a reboot of a GPU node costs minutes of its time)"
+            ),
+        );
+    } else if declared.clone().combine(needed.clone()) != declared && !given.is_empty() {
+        at.add(
+            &["configInterrupts", key],
+            key,
+            &declared.to_string(),
+            format!("a change of {key:?} needs {needed}, which the declared configInterrupt does not cover"),
+        );
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The SCR examples (```yaml blocks holding `kind: Skyhook`) of a Markdown file.
+    pub fn examples(markdown: &str) -> Vec<String> {
+        let mut blocks = Vec::new();
+        let mut current: Option<String> = None;
+        for line in markdown.lines() {
+            match (&mut current, line.trim_start()) {
+                (None, l) if l.starts_with("```yaml") => current = Some(String::new()),
+                (Some(block), l) if l.starts_with("```") => {
+                    if block.contains("kind: Skyhook") {
+                        blocks.push(std::mem::take(block));
+                    }
+                    current = None;
+                }
+                (Some(block), _) => {
+                    block.push_str(line);
+                    block.push('\n');
+                }
+                _ => {}
+            }
+        }
+        blocks
+    }
+
+    /// Lints `text` as if read from `path` (tests and the README check).
+    pub fn lint_text(path: &std::path::Path, text: &str) -> Result<Vec<Finding>, ToolError> {
+        Ok(lint(&Scr::parse(path, text.to_string())?))
+    }
+
+    #[test]
+    fn excerpts_are_one_bounded_line() {
+        assert_eq!(excerpt("a\nb"), "\"a\\\\nb\"");
+        let long = "x".repeat(100);
+        assert_eq!(excerpt(&long).chars().count(), 60 + 3);
+    }
+
+    #[test]
+    fn examples_are_the_skyhook_yaml_blocks() {
+        let md = "text\n```yaml\nkind: Skyhook\nspec: {}\n```\n```yaml\nkind: Pod\n```\n";
+        assert_eq!(examples(md), ["kind: Skyhook\nspec: {}\n"]);
+    }
+
+    fn repo() -> std::path::PathBuf {
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+    }
+
+    #[test]
+    fn the_readme_examples_lint_clean() {
+        let mut count = 0;
+        for readme in [
+            "README.md",
+            "tuning/README.md",
+            "tuned/README.md",
+            "kdump/README.md",
+            "shellscript/README.md",
+        ] {
+            let text = std::fs::read_to_string(repo().join(readme)).unwrap();
+            for (i, example) in examples(&text).iter().enumerate() {
+                let name = format!("{readme} example {}", i + 1);
+                let findings = lint_text(std::path::Path::new(&name), example).unwrap();
+                assert!(findings.is_empty(), "{name}:\n{findings:#?}");
+                count += 1;
+            }
+        }
+        assert!(count >= 12, "only {count} examples found");
+    }
+
+    /// Each file of tests/lint/ is a broken SCR; its `# expect: ` lines are
+    /// `key | part of the message` of findings it must produce.
+    #[test]
+    fn every_broken_scr_of_the_corpus_has_its_finding() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/lint");
+        let mut files: Vec<_> = std::fs::read_dir(&dir).unwrap().flatten().map(|e| e.path()).collect();
+        files.sort();
+        assert!(files.len() >= 10, "{files:?}");
+        for file in files {
+            let text = std::fs::read_to_string(&file).unwrap();
+            let findings = lint_text(&file, &text).unwrap();
+            let expected: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("# expect: ")).collect();
+            assert!(!expected.is_empty(), "{}: no `# expect:` line", file.display());
+            for e in expected {
+                let (key, message) = e.split_once(" | ").unwrap();
+                assert!(
+                    findings
+                        .iter()
+                        .any(|f| f.key == key && f.message.contains(message) && f.line > 0),
+                    "{}: no finding on {key:?} containing {message:?}:\n{findings:#?}",
+                    file.display()
+                );
+            }
+        }
+    }
+}
