@@ -7,16 +7,10 @@ mod common;
 use common::*;
 
 fn run_as(n: &Node, name: &str, mode: &str, code: i32) -> Run {
-    let out = n
-        .command(mode)
-        .env("SKYHOOK_RESOURCE_ID", format!("test-scr_{name}_2.0.0"))
-        .output()
-        .unwrap();
-    let r = Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
+    let r = skyhook_testkit::run_command(
+        n.command(mode)
+            .env("SKYHOOK_RESOURCE_ID", format!("test-scr_{name}_2.0.0")),
+    );
     r.expect_code(code);
     r
 }

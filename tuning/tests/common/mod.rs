@@ -85,11 +85,7 @@ pub fn node() -> Node {
     n.systemd_running(true);
     n.stand_in("systemctl", SYSTEMCTL).stand_in("update-grub", UPDATE_GRUB);
     // The boot configuration as the distribution generated it.
-    let out = std::process::Command::new(n.commands_dir().join("update-grub"))
-        .env("SKYHOOK_HOST_ROOT", n.root())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    n.run_stand_in("update-grub", &[]).expect_code(0);
     n
 }
 
