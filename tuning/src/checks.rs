@@ -12,7 +12,7 @@
 //! The cost is linear in the number of keys: one read per kernel parameter, one pass
 //! over each sysctl file, no external process per key.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
 
 use skyhook_core::bootargs::OwnArgs;
 use skyhook_core::bootloader::{self, contains_in_order};
@@ -21,13 +21,12 @@ use skyhook_core::sysctl::{self as ksysctl, Key};
 use skyhook_core::{Checklist, Host, Outcome, Result, Step};
 
 use crate::dropin::DropIn;
-use crate::input::Desired;
+use crate::input::{Desired, WantedFile};
 use crate::legacy;
 use crate::paths::Paths;
-use crate::reconcile::describe;
 use crate::shared;
 use crate::state::State;
-use crate::{grub, sysctl, ulimit};
+use crate::{grub, hugepages, sysctl, ulimit};
 
 /// config-check.
 pub fn config_check(step: &Step) -> Result<Outcome> {
@@ -37,7 +36,7 @@ pub fn config_check(step: &Step) -> Result<Outcome> {
     let state: State = step.state().load()?;
     let mut c = Checklist::new();
     let files = desired.files(&paths);
-    for (path, (key, content)) in &files {
+    for (path, WantedFile { key, content, .. }) in &files {
         match host.read(path)? {
             None => c.fail(format!(
                 "{} is missing (configMap key {key}): config has not run since the key was added",
@@ -56,16 +55,21 @@ pub fn config_check(step: &Step) -> Result<Outcome> {
             }
         }
     }
-    let mut leftovers: BTreeSet<_> = legacy::scan(host, &paths)?.into_iter().collect();
-    leftovers.extend(state.footprint.files.iter().filter(|p| host.exists(p)).cloned());
-    for path in leftovers {
+    let mut leftovers: BTreeMap<_, _> = legacy::scan(host, &paths)?
+        .into_iter()
+        .map(|m| (m.path, m.kind))
+        .collect();
+    for p in state.footprint.files.iter().filter(|p| host.exists(p)) {
+        leftovers.entry(p.clone()).or_insert_with(|| paths.managed(p).kind);
+    }
+    for (path, kind) in leftovers {
         if files.contains_key(&path) || (path == paths.grub() && !desired.grub.is_empty()) {
             continue;
         }
         c.fail(format!(
             "{} ({}) is left over: no configMap key asks for it; run config to remove it",
             path.display(),
-            describe(&path)
+            kind.describe()
         ));
     }
     if let Some(conf) = &desired.sysctl {
@@ -185,6 +189,7 @@ pub fn post_interrupt_check(step: &Step) -> Result<Outcome> {
                 cmdline.join(" ")
             )
         });
+        hugepages::check_reserved(host, &desired.grub, &mut c)?;
     }
     for d in desired.dropins.values().filter(|d| !d.limits.is_empty()) {
         check_service_limits(host, d, &mut c)?;

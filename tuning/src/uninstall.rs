@@ -8,9 +8,10 @@
 use skyhook_core::bootargs::OwnArgs;
 use skyhook_core::{Checklist, Interrupt, Outcome, Result, Step};
 
-use crate::reconcile::{describe, persist, remove_files, restore_live};
+use crate::paths::{FileKind, Managed, Paths};
+use crate::reconcile::persist;
 use crate::state::State;
-use crate::{grub, legacy, paths::Paths, shared};
+use crate::{files, grub, legacy, live, shared};
 
 /// uninstall.
 pub fn uninstall(step: &Step) -> Result<Outcome> {
@@ -20,19 +21,17 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     let mut state: State = store.load()?;
     legacy::adopt(host, &paths, &mut state)?;
     let grub_path = paths.grub();
-    let files: Vec<_> = state
+    let files: Vec<Managed> = state
         .footprint
         .files
         .iter()
         .filter(|p| **p != grub_path)
-        .cloned()
+        .map(|p| paths.managed(p))
         .collect();
     let needs_boot = !state.grub.is_empty()
         || host.exists(&grub_path)
         || state.pending.boot_config
-        || files
-            .iter()
-            .any(|p| p.starts_with(skyhook_core::bootloader::DROP_IN_DIR));
+        || files.iter().any(|m| m.kind == FileKind::Grub);
     let boot = if needs_boot {
         Some(grub::boot_config(host)?)
     } else {
@@ -40,16 +39,16 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     };
 
     // Record what must be finished if this run is interrupted.
-    state.pending.daemon_reload |= files.iter().any(|p| Paths::unit_of(p).is_some());
+    state.pending.daemon_reload |= files.iter().any(|m| m.kind.unit().is_some());
     state.pending.boot_config |= needs_boot;
     persist(&store, &state)?;
 
     let changes: Vec<_> = std::mem::take(&mut state.sysctl).into_iter().collect();
     for (key, change) in &changes {
-        restore_live(host, key, change)?;
+        live::restore(host, key, change)?;
     }
     persist(&store, &state)?;
-    let removed = remove_files(host, &mut state, &files)?;
+    let removed = files::remove(host, &mut state, &files)?;
     shared::release(host, &paths.name)?;
     if state.pending.daemon_reload {
         host.systemd().daemon_reload()?;
@@ -103,11 +102,11 @@ pub fn uninstall_check(step: &Step) -> Result<Outcome> {
     let paths = Paths::from_ctx(&step.ctx);
     let store = step.state();
     let mut c = Checklist::new();
-    for path in legacy::scan(host, &paths)? {
+    for m in legacy::scan(host, &paths)? {
         c.fail(format!(
             "{} ({}) is still there: run uninstall",
-            path.display(),
-            describe(&path)
+            m.path.display(),
+            m.kind.describe()
         ));
     }
     c.expect(!store.exists(), || {
