@@ -116,7 +116,10 @@ pub const ARM64_64K_HUGEPAGES: [u64; 3] = [2048, 512 << 10, 16 << 20];
 pub fn hugepage_sizes(n: &Node, sizes: &[u64], default: u64) {
     let _ = std::fs::remove_dir_all(n.path("/sys/kernel/mm/hugepages"));
     for kb in sizes {
-        n.file(&format!("/sys/kernel/mm/hugepages/hugepages-{kb}kB/nr_hugepages"), "0\n");
+        n.file(
+            &format!("/sys/kernel/mm/hugepages/hugepages-{kb}kB/nr_hugepages"),
+            "0\n",
+        );
     }
     n.file(
         "/proc/meminfo",
