@@ -6,7 +6,8 @@
 //! their files went, and the state is forgotten.
 
 use skyhook_core::bootargs::OwnArgs;
-use skyhook_core::{Checklist, Interrupt, Outcome, Result, Step};
+use skyhook_core::bootloader::BootConfig;
+use skyhook_core::{Checklist, Host, Interrupt, Outcome, Result, Step};
 
 use crate::paths::{FileKind, Managed, Paths};
 use crate::reconcile::persist;
@@ -56,24 +57,8 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     }
     let mut needs: Vec<Interrupt> = removed.units.iter().map(|u| Interrupt::service([u.as_str()])).collect();
     if let Some(b) = &boot {
-        let header = paths.header(grub::KEY);
-        let own = OwnArgs {
-            host,
-            boot: b,
-            drop_in: &grub_path,
-            header: &header,
-        };
-        let (record, changed) = own.apply(&state.grub, &[])?;
-        if !changed {
-            b.regenerate(host)?;
-        }
-        state.grub = record;
-        state.footprint.remove(host, &grub_path)?;
-        state.pending.boot_config = false;
+        remove_kernel_args(host, &paths, b, &mut state)?;
         needs.push(Interrupt::Reboot);
-        log::info!(
-            "kernel arguments removed from the boot configuration: the running kernel keeps them until a reboot"
-        );
     }
     for u in &removed.units {
         log::info!("drop-in for {u}.service removed: the running service keeps its settings until it restarts");
@@ -94,6 +79,28 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     }
     store.clear()?;
     Ok(Outcome::needs(Interrupt::covering(needs)))
+}
+
+/// Takes the entry's kernel arguments out of the boot configuration `b` and
+/// regenerates it (once); the pending regeneration is cleared only after it succeeded.
+fn remove_kernel_args(host: &Host, paths: &Paths, b: &BootConfig, state: &mut State) -> Result<()> {
+    let grub_path = paths.grub();
+    let header = paths.header(grub::KEY);
+    let own = OwnArgs {
+        host,
+        boot: b,
+        drop_in: &grub_path,
+        header: &header,
+    };
+    let (record, changed) = own.apply(&state.grub, &[])?;
+    if !changed {
+        b.regenerate(host)?;
+    }
+    state.grub = record;
+    state.footprint.remove(host, &grub_path)?;
+    state.pending.boot_config = false;
+    log::info!("kernel arguments removed from the boot configuration: the running kernel keeps them until a reboot");
+    Ok(())
 }
 
 /// uninstall-check.
