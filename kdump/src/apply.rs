@@ -6,8 +6,8 @@
 
 use skyhook_core::distro::Family;
 use skyhook_core::pkgmgr::{PackageManager, Retry};
-use skyhook_core::systemd::Systemd;
 use skyhook_core::records::receipt::InstallReceipt;
+use skyhook_core::systemd::Systemd;
 use skyhook_core::{Checklist, Outcome, Result, Step};
 
 use crate::platform::{DEBCONF_SELECTIONS, Platform};

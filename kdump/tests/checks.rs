@@ -74,10 +74,7 @@ fn config_check_finds_a_second_crashkernel_from_elsewhere() {
         .expect_code(0)
         .expect_output("interrupt needed: none");
     // The stale generated grub.cfg still looks right; regenerate as an admin would.
-    std::process::Command::new(node.commands_dir().join("update-grub"))
-        .env("SKYHOOK_HOST_ROOT", node.root())
-        .status()
-        .unwrap();
+    node.run_stand_in("update-grub", &[]).expect_code(0);
     node.run("config-check")
         .expect_code(1)
         .expect_output("has crashkernel=512M crashkernel=256M")
@@ -255,20 +252,13 @@ fn uninstall_check_finds_every_leftover() {
     reboot(&node, ROCKY, 256 * MIB);
     node.run("uninstall").expect_code(0);
     node.run("uninstall-check").expect_code(0);
-    let reinstall = std::process::Command::new(node.commands_dir().join("dnf"))
-        .args(["-y", "install", "kexec-tools"])
-        .env("SKYHOOK_HOST_ROOT", node.root())
-        .status()
-        .unwrap();
-    assert!(reinstall.success());
+    node.run_stand_in("dnf", &["-y", "install", "kexec-tools"])
+        .expect_code(0);
     std::fs::write(node.commands_dir().join("systemd/kdump.enabled"), "").unwrap();
     std::fs::write(node.commands_dir().join("systemd/kdump.active"), "").unwrap();
     node.file("/etc/kdump.conf", "path /srv/crash\n");
-    std::process::Command::new(node.commands_dir().join("grubby"))
-        .args(["--update-kernel=ALL", "--args=crashkernel=256M"])
-        .env("SKYHOOK_HOST_ROOT", node.root())
-        .status()
-        .unwrap();
+    node.run_stand_in("grubby", &["--update-kernel=ALL", "--args=crashkernel=256M"])
+        .expect_code(0);
     node.run("uninstall-check")
         .expect_code(1)
         .expect_output("6 unmet expectation(s)")

@@ -12,7 +12,8 @@
 //! The cost is linear in the number of keys: one read per kernel parameter, one pass
 //! over each sysctl file, no external process per key.
 
-use std::collections::BTreeSet;
+use std::collections::BTreeMap;
+use std::path::PathBuf;
 
 use skyhook_core::boot::OwnArgs;
 use skyhook_core::boot::{self, contains_in_order};
@@ -22,13 +23,12 @@ use skyhook_core::systemd::Systemd;
 use skyhook_core::{Checklist, Host, Outcome, Result, Step};
 
 use crate::dropin::DropIn;
-use crate::input::Desired;
+use crate::input::{Desired, WantedFile};
 use crate::legacy;
 use crate::paths::Paths;
-use crate::reconcile::describe;
 use crate::shared;
 use crate::state::State;
-use crate::{grub, sysctl, ulimit};
+use crate::{grub, hugepages, sysctl, ulimit};
 
 /// config-check.
 pub fn config_check(step: &Step) -> Result<Outcome> {
@@ -38,58 +38,10 @@ pub fn config_check(step: &Step) -> Result<Outcome> {
     let state: State = step.state().load()?;
     let mut c = Checklist::new();
     let files = desired.files(&paths);
-    for (path, (key, content)) in &files {
-        match host.read(path)? {
-            None => c.fail(format!(
-                "{} is missing (configMap key {key}): config has not run since the key was added",
-                path.display()
-            )),
-            Some(b) if b != content.as_bytes() => c.fail(format!(
-                "{} does not hold what configMap key {key} asks for: it was edited on the node, or config has not \
-                 run since the key changed",
-                path.display()
-            )),
-            Some(_) => {
-                let mode = host.mode(path)?;
-                c.expect(mode == Some(0o644), || {
-                    format!("{} has mode {:o}, expected 644", path.display(), mode.unwrap_or(0))
-                });
-            }
-        }
-    }
-    let mut leftovers: BTreeSet<_> = legacy::scan(host, &paths)?.into_iter().collect();
-    leftovers.extend(state.footprint.files.iter().filter(|p| host.exists(p)).cloned());
-    for path in leftovers {
-        if files.contains_key(&path) || (path == paths.grub() && !desired.grub.is_empty()) {
-            continue;
-        }
-        c.fail(format!(
-            "{} ({}) is left over: no configMap key asks for it; run config to remove it",
-            path.display(),
-            describe(&path)
-        ));
-    }
+    check_files(host, &files, &mut c)?;
+    check_leftovers(host, &paths, &desired, &state, &files, &mut c)?;
     if let Some(conf) = &desired.sysctl {
-        let ours = paths.sysctl();
-        let wanted = conf.wanted();
-        let overrides = ksysctl::overrides(host, &ours, &wanted)?;
-        if overrides.is_empty() {
-            c.expect(true, String::new);
-        }
-        for o in overrides {
-            c.fail(format!(
-                "{} line {} sets {} = {}, and is applied after {}, so it wins over configMap key {} ({} = {}): \
-                 remove or change that line",
-                o.file.display(),
-                o.line,
-                o.key,
-                o.value,
-                ours.display(),
-                sysctl::KEY,
-                o.key,
-                wanted.get(&o.key).map_or("", String::as_str)
-            ));
-        }
+        check_overrides(host, &paths, conf, &mut c)?;
     }
     if desired.ulimit.is_some() {
         match shared::missing(host)? {
@@ -117,6 +69,84 @@ pub fn config_check(step: &Step) -> Result<Outcome> {
     });
     c.finish()?;
     Ok(Outcome::done())
+}
+
+/// Every file the configMap asks for holds exactly its content, mode 644.
+fn check_files(host: &Host, files: &BTreeMap<PathBuf, WantedFile>, c: &mut Checklist) -> Result<()> {
+    for (path, WantedFile { key, content, .. }) in files {
+        match host.read(path)? {
+            None => c.fail(format!(
+                "{} is missing (configMap key {key}): config has not run since the key was added",
+                path.display()
+            )),
+            Some(b) if b != content.as_bytes() => c.fail(format!(
+                "{} does not hold what configMap key {key} asks for: it was edited on the node, or config has not \
+                 run since the key changed",
+                path.display()
+            )),
+            Some(_) => {
+                let mode = host.mode(path)?;
+                c.expect(mode == Some(0o644), || {
+                    format!("{} has mode {:o}, expected 644", path.display(), mode.unwrap_or(0))
+                });
+            }
+        }
+    }
+    Ok(())
+}
+
+/// No file of an earlier configMap or of the bash package is left.
+fn check_leftovers(
+    host: &Host,
+    paths: &Paths,
+    desired: &Desired,
+    state: &State,
+    files: &BTreeMap<PathBuf, WantedFile>,
+    c: &mut Checklist,
+) -> Result<()> {
+    let mut leftovers: BTreeMap<_, _> = legacy::scan(host, paths)?
+        .into_iter()
+        .map(|m| (m.path, m.kind))
+        .collect();
+    for p in state.footprint.files.iter().filter(|p| host.exists(p)) {
+        leftovers.entry(p.clone()).or_insert_with(|| paths.managed(p).kind);
+    }
+    for (path, kind) in leftovers {
+        if files.contains_key(&path) || (path == paths.grub() && !desired.grub.is_empty()) {
+            continue;
+        }
+        c.fail(format!(
+            "{} ({}) is left over: no configMap key asks for it; run config to remove it",
+            path.display(),
+            kind.describe()
+        ));
+    }
+    Ok(())
+}
+
+/// No sysctl file applied after ours sets one of our keys to another value.
+fn check_overrides(host: &Host, paths: &Paths, conf: &sysctl::SysctlConf, c: &mut Checklist) -> Result<()> {
+    let ours = paths.sysctl();
+    let wanted = conf.wanted();
+    let overrides = ksysctl::overrides(host, &ours, &wanted)?;
+    if overrides.is_empty() {
+        c.expect(true, String::new);
+    }
+    for o in overrides {
+        c.fail(format!(
+            "{} line {} sets {} = {}, and is applied after {}, so it wins over configMap key {} ({} = {}): \
+             remove or change that line",
+            o.file.display(),
+            o.line,
+            o.key,
+            o.value,
+            ours.display(),
+            sysctl::KEY,
+            o.key,
+            wanted.get(&o.key).map_or("", String::as_str)
+        ));
+    }
+    Ok(())
 }
 
 fn check_boot_config(host: &Host, paths: &Paths, desired: &Desired, state: &State, c: &mut Checklist) -> Result<()> {
@@ -186,6 +216,7 @@ pub fn post_interrupt_check(step: &Step) -> Result<Outcome> {
                 cmdline.join(" ")
             )
         });
+        hugepages::check_reserved(host, &desired.grub, &mut c)?;
     }
     for d in desired.dropins.values().filter(|d| !d.limits.is_empty()) {
         check_service_limits(host, d, &mut c)?;

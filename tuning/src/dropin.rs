@@ -63,6 +63,36 @@ pub fn unit_of_key(key: &str) -> Result<String, String> {
     Ok(unit.to_string())
 }
 
+/// The `Limit*=` setting of assignment `a` (`None` for an empty value, which
+/// resets it), or why it is refused: a name that is not a resource limit, a value
+/// systemd would not accept, or a section other than `[Service]` (where systemd
+/// ignores it).
+fn limit_of(a: &unitfile::Assignment) -> Result<Option<Limit>, String> {
+    let Some(resource) = Resource::by_directive(&a.key) else {
+        return Err(format!(
+            "{} is not a systemd resource limit (LimitNOFILE, LimitMEMLOCK, LimitSTACK, …)",
+            a.key
+        ));
+    };
+    let parsed = match a.value.is_empty() {
+        true => None,
+        false => Some(resource.parse(&a.value).map_err(|why| format!("{}: {why}", a.key))?),
+    };
+    if a.section != "Service" {
+        return Err(format!(
+            "{} is in [{}], where systemd ignores it: resource limits belong in [Service]",
+            a.key, a.section
+        ));
+    }
+    Ok(parsed.map(|(soft, hard)| Limit {
+        resource,
+        soft,
+        hard,
+        line: a.line,
+        value: a.value.clone(),
+    }))
+}
+
 impl DropIn {
     /// Parses the configMap value of `key`; every problem is reported.
     pub fn parse(key: &str, text: &str) -> Result<Self, Vec<String>> {
@@ -75,41 +105,18 @@ impl DropIn {
         })?;
         let lines: Vec<&str> = text.lines().collect();
         let mut problems = Vec::new();
-        let mut limits = Vec::new();
-        for a in file
-            .assignments
-            .iter()
-            .filter(|a| a.section == "Service" && a.key.starts_with("Limit"))
-        {
-            let line_text = lines.get(a.line - 1).copied().unwrap_or("");
-            let Some(resource) = Resource::by_directive(&a.key) else {
-                problems.push(bad_line(
-                    key,
-                    a.line,
-                    line_text,
-                    format!(
-                        "{} is not a systemd resource limit (LimitNOFILE, LimitMEMLOCK, LimitSTACK, …)",
-                        a.key
-                    ),
-                ));
-                continue;
-            };
-            if a.value.is_empty() {
-                limits.retain(|l: &Limit| l.resource != resource);
-                continue;
-            }
-            match resource.parse(&a.value) {
-                Ok((soft, hard)) => {
-                    limits.retain(|l: &Limit| l.resource != resource);
-                    limits.push(Limit {
-                        resource,
-                        soft,
-                        hard,
-                        line: a.line,
-                        value: a.value.clone(),
-                    });
+        let mut limits: Vec<Limit> = Vec::new();
+        for a in file.assignments.iter().filter(|a| a.key.starts_with("Limit")) {
+            match limit_of(a) {
+                Ok(limit) => {
+                    let resource = Resource::by_directive(&a.key);
+                    limits.retain(|l| Some(l.resource) != resource);
+                    limits.extend(limit);
                 }
-                Err(why) => problems.push(bad_line(key, a.line, line_text, format!("{}: {why}", a.key))),
+                Err(why) => {
+                    let line_text = lines.get(a.line - 1).copied().unwrap_or("");
+                    problems.push(bad_line(key, a.line, line_text, why));
+                }
             }
         }
         if !problems.is_empty() {
@@ -182,5 +189,31 @@ mod tests {
         assert!(e[1].contains("LimitFOO is not"), "{}", e[1]);
         let e = DropIn::parse("service_x.conf", "LimitNOFILE=1\n").unwrap_err();
         assert!(e[0].contains("before any [Section]"), "{}", e[0]);
+    }
+
+    #[test]
+    fn limits_outside_service_are_refused_and_their_values_checked() {
+        let e = DropIn::parse(
+            "service_x.conf",
+            "[Unit]\nLimitNOFILE=lots\nLimitCORE=0\n[Install]\nLimitMEMLOCK=1\n[X-Mine]\nLimitBOGUS=1\n[Service]\nLimitNOFILE=8\n",
+        )
+        .unwrap_err();
+        assert_eq!(e.len(), 4, "{e:#?}");
+        assert!(
+            e[0].starts_with("configMap key \"service_x.conf\" line 2 (\"LimitNOFILE=lots\"): LimitNOFILE: "),
+            "the value is checked first: {}",
+            e[0]
+        );
+        assert!(
+            e[1].contains("line 3 (\"LimitCORE=0\"): LimitCORE is in [Unit], where systemd ignores it"),
+            "{}",
+            e[1]
+        );
+        assert!(e[2].contains("line 5") && e[2].contains("in [Install]"), "{}", e[2]);
+        assert!(
+            e[3].contains("line 7") && e[3].contains("LimitBOGUS is not"),
+            "{}",
+            e[3]
+        );
     }
 }

@@ -9,7 +9,7 @@ use skyhook_core::{ConfigMaps, Error, Result};
 
 use crate::dropin::{self, DropIn};
 use crate::grub;
-use crate::paths::Paths;
+use crate::paths::{FileKind, Paths};
 use crate::sysctl::{self, SysctlConf};
 use crate::ulimit::{self, UlimitConf};
 
@@ -76,21 +76,38 @@ impl Desired {
         }
     }
 
-    /// The files the configMap wants, with their content and the key each comes
-    /// from (the GRUB drop-in is the [`boot::owned`](skyhook_core::boot::owned) module's).
-    pub fn files(&self, paths: &Paths) -> BTreeMap<PathBuf, (String, String)> {
+    /// The files the configMap wants, by path, each with its kind, content and the
+    /// key it comes from (the GRUB drop-in is the [`boot::owned`](skyhook_core::boot::owned)
+    /// module's).
+    pub fn files(&self, paths: &Paths) -> BTreeMap<PathBuf, WantedFile> {
         let mut files = BTreeMap::new();
+        let mut add = |path: PathBuf, kind: FileKind, key: &str, content: String| {
+            let key = key.to_string();
+            files.insert(path, WantedFile { kind, key, content });
+        };
         if let Some(c) = &self.sysctl {
-            files.insert(paths.sysctl(), (sysctl::KEY.to_string(), c.render(paths)));
+            add(paths.sysctl(), FileKind::Sysctl, sysctl::KEY, c.render(paths));
         }
         if let Some(u) = &self.ulimit {
-            files.insert(paths.ulimit(), (ulimit::KEY.to_string(), u.render(paths)));
+            add(paths.ulimit(), FileKind::Limits, ulimit::KEY, u.render(paths));
         }
         for d in self.dropins.values() {
-            files.insert(paths.dropin(&d.unit), (d.key.clone(), d.render(paths)));
+            let kind = FileKind::DropIn(d.unit.clone());
+            add(paths.dropin(&d.unit), kind, &d.key, d.render(paths));
         }
         files
     }
+}
+
+/// A file the configMap asks for.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct WantedFile {
+    /// What it is.
+    pub kind: FileKind,
+    /// The configMap key it comes from.
+    pub key: String,
+    /// Its whole content.
+    pub content: String,
 }
 
 #[cfg(test)]

@@ -22,30 +22,32 @@ use std::path::{Path, PathBuf};
 use skyhook_core::context::PreviousVersion;
 use skyhook_core::{Checklist, Outcome, Result, Step};
 
-use crate::paths::{Paths, SYSTEMD_DIR};
+use crate::paths::{FileKind, Managed, Paths, SYSTEMD_DIR};
 use crate::shared;
 use crate::state::State;
 
 /// Every file of this entry on the node, at the paths this package or the bash
-/// package uses, that exists.
-pub fn scan(host: &skyhook_core::Host, paths: &Paths) -> Result<Vec<PathBuf>> {
-    let mut candidates = vec![paths.sysctl()];
-    let units = host.list_dir(SYSTEMD_DIR)?;
+/// package uses, that exists, with its kind.
+pub fn scan(host: &skyhook_core::Host, paths: &Paths) -> Result<Vec<Managed>> {
+    let managed = |path: PathBuf, kind: FileKind| Managed { path, kind };
+    let mut candidates = vec![managed(paths.sysctl(), FileKind::Sysctl)];
+    let dirs = host.list_dir(SYSTEMD_DIR)?;
     for name in &paths.legacy_names {
-        candidates.push(Paths::legacy_sysctl(name));
-        candidates.push(Paths::ulimit_of(name));
-        candidates.push(Paths::grub_of(name));
+        candidates.push(managed(Paths::legacy_sysctl(name), FileKind::Sysctl));
+        candidates.push(managed(Paths::ulimit_of(name), FileKind::Limits));
+        candidates.push(managed(Paths::grub_of(name), FileKind::Grub));
         let file = Paths::dropin_file_name(name);
-        candidates.extend(
-            units
-                .iter()
-                .filter(|d| d.ends_with(".d"))
-                .map(|d| Path::new(SYSTEMD_DIR).join(d).join(&file)),
-        );
+        candidates.extend(dirs.iter().filter(|d| d.ends_with(".d")).map(|d| {
+            let kind = match d.strip_suffix(".service.d") {
+                Some(unit) if !unit.is_empty() => FileKind::DropIn(unit.to_string()),
+                _ => FileKind::Other,
+            };
+            managed(Path::new(SYSTEMD_DIR).join(d).join(&file), kind)
+        }));
     }
-    candidates.sort();
-    candidates.dedup();
-    Ok(candidates.into_iter().filter(|p| host.exists(p)).collect())
+    candidates.sort_by(|a, b| a.path.cmp(&b.path));
+    candidates.dedup_by(|a, b| a.path == b.path);
+    Ok(candidates.into_iter().filter(|m| host.exists(&m.path)).collect())
 }
 
 /// Whether the user limits file at `path` was written by the bash package (it
@@ -61,20 +63,21 @@ fn is_bash_limits(host: &skyhook_core::Host, paths: &Paths, path: &Path) -> Resu
 /// bash package's pam_limits lines are recorded. Returns whether anything was new.
 pub fn adopt(host: &skyhook_core::Host, paths: &Paths, state: &mut State) -> Result<bool> {
     let mut adopted = false;
-    for file in scan(host, paths)? {
-        if file.starts_with("/etc/security/limits.d") && is_bash_limits(host, paths, &file)? {
+    for Managed { path: file, kind } in scan(host, paths)? {
+        if kind == FileKind::Limits && is_bash_limits(host, paths, &file)? {
             shared::adopt_bash_lines(host, &paths.name)?;
         }
         if state.footprint.files.contains(&file) {
             continue;
         }
         log::info!(
-            "taking over {}, left by an earlier version of this package",
-            file.display()
+            "taking over {} ({}), left by an earlier version of this package",
+            file.display(),
+            kind.describe()
         );
         state.footprint.adopt(&file);
         if let Some(dir) = file.parent()
-            && Paths::unit_of(&file).is_some()
+            && kind.unit().is_some()
             && host.list_dir(dir)?.len() == 1
         {
             state.footprint.adopt_dir(dir);
@@ -143,7 +146,7 @@ pub fn upgrade_check(step: &Step) -> Result<Outcome> {
             )
         });
     }
-    for file in scan(host, &paths)? {
+    for Managed { path: file, kind } in scan(host, &paths)? {
         c.expect(state.footprint.files.contains(&file), || {
             format!(
                 "{} is not recorded in {}: config would not remove it when its key goes; run upgrade again",
@@ -151,7 +154,7 @@ pub fn upgrade_check(step: &Step) -> Result<Outcome> {
                 step.state().file().display()
             )
         });
-        if file.starts_with("/etc/security/limits.d") && is_bash_limits(host, &paths, &file)? {
+        if kind == FileKind::Limits && is_bash_limits(host, &paths, &file)? {
             let ledger: shared::Ledger = shared::store(host).load()?;
             let bash_line = host.list_dir("/etc/pam.d")?.iter().any(|f| {
                 f.starts_with("common-session")

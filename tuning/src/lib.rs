@@ -6,17 +6,25 @@
 //! over a node tuned by the bash package (1.x).
 //!
 //! One module per concern: [`input`] parses and validates the whole configMap
-//! ([`sysctl`], [`ulimit`], [`dropin`], [`grub`]), [`reconcile`] is config,
-//! [`checks`] the check modes, [`uninstall`] the removal, [`legacy`] the bash
-//! package's leftovers and the upgrade, [`shared`] what the node's tuning entries share (pam_limits, directories),
-//! [`state`] what was done, [`paths`] where the files live.
+//! ([`sysctl`], [`ulimit`], [`dropin`], [`grub`]), [`reconcile`] is config (a
+//! [`plan`] computed before any change, then applied), [`live`] sets and puts back
+//! kernel parameters, [`files`] removes the package's files, [`hugepages`] checks
+//! the huge page sizes and reservations of `grub.conf`, [`checks`] the check modes,
+//! [`uninstall`] the removal, [`legacy`] the bash package's leftovers and the
+//! upgrade, [`shared`] what the node's tuning entries share (pam_limits,
+//! directories), [`state`] what was done, [`paths`] where the files live and what
+//! each one is.
 
 pub mod checks;
 pub mod dropin;
+pub mod files;
 pub mod grub;
+pub mod hugepages;
 pub mod input;
 pub mod legacy;
+pub mod live;
 pub mod paths;
+pub mod plan;
 pub mod reconcile;
 pub mod shared;
 pub mod state;

@@ -10,6 +10,53 @@ use skyhook_core::Context;
 /// The systemd unit directory holding drop-ins.
 pub const SYSTEMD_DIR: &str = "/etc/systemd/system";
 
+/// What one of the package's files is, kept with its path from the moment the path
+/// is made, so that nothing later guesses it from a directory prefix.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub enum FileKind {
+    /// A sysctl.d file (`sysctl.conf`), this package's or the bash package's.
+    Sysctl,
+    /// A limits.d file (`ulimit.conf`).
+    Limits,
+    /// A systemd drop-in for `<unit>.service` (unit without `.service`).
+    DropIn(String),
+    /// A GRUB defaults drop-in (`grub.conf`).
+    Grub,
+    /// A file the state records that none of this entry's names makes (an entry
+    /// renamed since, say): removed like the others, asking for nothing more.
+    Other,
+}
+
+impl FileKind {
+    /// The kind of file, for messages.
+    pub fn describe(&self) -> &'static str {
+        match self {
+            FileKind::Sysctl => "sysctl file",
+            FileKind::Limits => "user limits file",
+            FileKind::DropIn(_) => "service drop-in",
+            FileKind::Grub => "GRUB drop-in",
+            FileKind::Other => "file",
+        }
+    }
+
+    /// The unit a drop-in belongs to.
+    pub fn unit(&self) -> Option<&str> {
+        match self {
+            FileKind::DropIn(unit) => Some(unit),
+            _ => None,
+        }
+    }
+}
+
+/// A file of the package with its kind.
+#[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
+pub struct Managed {
+    /// Where it lives on the host.
+    pub path: PathBuf,
+    /// What it is.
+    pub kind: FileKind,
+}
+
 /// The file names of one package name.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Paths {
@@ -79,15 +126,50 @@ impl Paths {
             .join(Self::dropin_file_name(&self.name))
     }
 
-    /// The unit (without `.service`) a drop-in path belongs to, when it is one.
-    pub fn unit_of(path: &Path) -> Option<String> {
-        let dir = path.parent()?;
+    /// The kind of a path the state recorded (the state keeps paths only): the
+    /// inverse of the naming functions above, for every name of this entry, exact
+    /// names only. `None` for a path none of them makes.
+    pub fn kind_of(&self, path: &Path) -> Option<FileKind> {
+        if path == self.sysctl() {
+            return Some(FileKind::Sysctl);
+        }
+        for name in &self.legacy_names {
+            if path == Self::legacy_sysctl(name) {
+                return Some(FileKind::Sysctl);
+            }
+            if path == Self::ulimit_of(name) {
+                return Some(FileKind::Limits);
+            }
+            if path == Self::grub_of(name) {
+                return Some(FileKind::Grub);
+            }
+            if path.file_name().and_then(|f| f.to_str()) == Some(&Self::dropin_file_name(name))
+                && let Some(unit) = Self::dropin_dir_unit(path.parent()?)
+            {
+                return Some(FileKind::DropIn(unit));
+            }
+        }
+        None
+    }
+
+    /// A recorded path with its kind ([`Paths::kind_of`], [`FileKind::Other`] when
+    /// none).
+    pub fn managed(&self, path: &Path) -> Managed {
+        Managed {
+            path: path.to_path_buf(),
+            kind: self.kind_of(path).unwrap_or(FileKind::Other),
+        }
+    }
+
+    /// The unit of a drop-in directory `/etc/systemd/system/<unit>.service.d`.
+    fn dropin_dir_unit(dir: &Path) -> Option<String> {
         if dir.parent()? != Path::new(SYSTEMD_DIR) {
             return None;
         }
         dir.file_name()?
             .to_str()?
             .strip_suffix(".service.d")
+            .filter(|u| !u.is_empty())
             .map(str::to_string)
     }
 
@@ -145,10 +227,22 @@ mod tests {
             PathBuf::from("/etc/systemd/system/containerd.service.d/999-gpu-tuning.conf")
         );
         assert_eq!(
-            Paths::unit_of(&p.dropin("nvidia-fabricmanager")).as_deref(),
-            Some("nvidia-fabricmanager")
+            p.kind_of(&p.dropin("nvidia-fabricmanager")),
+            Some(FileKind::DropIn("nvidia-fabricmanager".into()))
         );
-        assert_eq!(Paths::unit_of(&p.ulimit()), None);
+        assert_eq!(p.kind_of(&p.ulimit()), Some(FileKind::Limits));
+        assert_eq!(p.kind_of(&p.sysctl()), Some(FileKind::Sysctl));
+        assert_eq!(p.kind_of(&Paths::legacy_sysctl("gpu")), Some(FileKind::Sysctl));
+        assert_eq!(p.kind_of(&p.grub()), Some(FileKind::Grub));
+        assert_eq!(
+            p.kind_of(Path::new("/etc/systemd/system/x.service.d/999-other-tuning.conf")),
+            None,
+            "another entry's drop-in"
+        );
+        assert_eq!(
+            p.kind_of(Path::new("/etc/sysctl.d/zz-skyhook-gpu-tuning.conf.bak")),
+            None
+        );
         assert_eq!(p.grub(), PathBuf::from("/etc/default/grub.d/999-gpu-tuning.cfg"));
         assert!(p.sysctl().file_name() > PathBuf::from("/etc/sysctl.d/cloud-optimization.conf").file_name());
         assert!(p.comment("sysctl.conf").lines().all(|l| l.starts_with("# ")));

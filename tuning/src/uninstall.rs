@@ -5,13 +5,14 @@
 //! entry needs it, systemd is reloaded and the boot configuration regenerated when
 //! their files went, and the state is forgotten.
 
-use skyhook_core::boot::OwnArgs;
+use skyhook_core::boot::{BootConfig, OwnArgs};
+use skyhook_core::records::state::StateStore;
 use skyhook_core::systemd::Systemd;
-use skyhook_core::{Checklist, Interrupt, Outcome, Result, Step};
+use skyhook_core::{Checklist, Host, Interrupt, Outcome, Result, Step};
 
-use crate::reconcile::{describe, remove_files, restore_live};
+use crate::paths::{FileKind, Managed, Paths};
 use crate::state::State;
-use crate::{grub, legacy, paths::Paths, shared};
+use crate::{files, grub, legacy, live, shared};
 
 /// uninstall.
 pub fn uninstall(step: &Step) -> Result<Outcome> {
@@ -21,19 +22,17 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     let mut state: State = store.load()?;
     legacy::adopt(host, &paths, &mut state)?;
     let grub_path = paths.grub();
-    let files: Vec<_> = state
+    let files: Vec<Managed> = state
         .footprint
         .files
         .iter()
         .filter(|p| **p != grub_path)
-        .cloned()
+        .map(|p| paths.managed(p))
         .collect();
     let needs_boot = !state.grub.is_empty()
         || host.exists(&grub_path)
         || state.pending.boot_config
-        || files
-            .iter()
-            .any(|p| p.starts_with(skyhook_core::boot::defaults::DROP_IN_DIR));
+        || files.iter().any(|m| m.kind == FileKind::Grub);
     let boot = if needs_boot {
         Some(grub::boot_config(host)?)
     } else {
@@ -41,16 +40,16 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     };
 
     // Record what must be finished if this run is interrupted.
-    state.pending.daemon_reload |= files.iter().any(|p| Paths::unit_of(p).is_some());
+    state.pending.daemon_reload |= files.iter().any(|m| m.kind.unit().is_some());
     state.pending.boot_config |= needs_boot;
     store.save_or_clear(&state)?;
 
     let changes: Vec<_> = std::mem::take(&mut state.sysctl).into_iter().collect();
     for (key, change) in &changes {
-        restore_live(host, key, change)?;
+        live::restore(host, key, change)?;
     }
     store.save_or_clear(&state)?;
-    let removed = remove_files(host, &mut state, &files)?;
+    let removed = files::remove(host, &mut state, &files)?;
     shared::release(host, &paths.name)?;
     if state.pending.daemon_reload {
         Systemd::new(host).daemon_reload()?;
@@ -58,22 +57,8 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     }
     let mut needs: Vec<Interrupt> = removed.units.iter().map(|u| Interrupt::service([u.as_str()])).collect();
     if let Some(b) = &boot {
-        let header = paths.header(grub::KEY);
-        let own = OwnArgs {
-            host,
-            boot: b,
-            drop_in: &grub_path,
-            header: &header,
-        };
-        if !grub::apply(&own, &mut state, &[], |s| store.save_or_clear(s))? {
-            b.regenerate(host)?;
-        }
-        state.footprint.remove(host, &grub_path)?;
-        state.pending.boot_config = false;
+        remove_kernel_args(host, &store, &paths, b, &mut state)?;
         needs.push(Interrupt::Reboot);
-        log::info!(
-            "kernel arguments removed from the boot configuration: the running kernel keeps them until a reboot"
-        );
     }
     for u in &removed.units {
         log::info!("drop-in for {u}.service removed: the running service keeps its settings until it restarts");
@@ -96,17 +81,43 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     Ok(Outcome::needs(Interrupt::covering(needs)))
 }
 
+/// Takes the entry's kernel arguments out of the boot configuration `b` and
+/// regenerates it (once); the pending regeneration is cleared only after it succeeded.
+fn remove_kernel_args(
+    host: &Host,
+    store: &StateStore<'_>,
+    paths: &Paths,
+    b: &BootConfig,
+    state: &mut State,
+) -> Result<()> {
+    let grub_path = paths.grub();
+    let header = paths.header(grub::KEY);
+    let own = OwnArgs {
+        host,
+        boot: b,
+        drop_in: &grub_path,
+        header: &header,
+    };
+    if !grub::apply(&own, state, &[], |s| store.save_or_clear(s))? {
+        b.regenerate(host)?;
+    }
+    state.footprint.remove(host, &grub_path)?;
+    state.pending.boot_config = false;
+    log::info!("kernel arguments removed from the boot configuration: the running kernel keeps them until a reboot");
+    Ok(())
+}
+
 /// uninstall-check.
 pub fn uninstall_check(step: &Step) -> Result<Outcome> {
     let host = &step.host;
     let paths = Paths::from_ctx(&step.ctx);
     let store = step.state();
     let mut c = Checklist::new();
-    for path in legacy::scan(host, &paths)? {
+    for m in legacy::scan(host, &paths)? {
         c.fail(format!(
             "{} ({}) is still there: run uninstall",
-            path.display(),
-            describe(&path)
+            m.path.display(),
+            m.kind.describe()
         ));
     }
     c.expect(!store.exists(), || {

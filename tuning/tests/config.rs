@@ -461,3 +461,42 @@ fn removing_grub_conf_says_the_node_keeps_the_arguments_until_its_next_reboot() 
     run(&n, "config-check", 0);
     run(&n, "post-interrupt-check", 0);
 }
+
+#[test]
+fn names_too_long_for_the_kernel_and_misplaced_limits_are_bad_input() {
+    let long_part = format!("net.core.{} = 1\n", "a".repeat(300));
+    let long_path = format!("{} = 1\n", vec!["abcdefg"; 600].join("."));
+    let cases: [(&str, String, &str); 4] = [
+        ("sysctl.conf", long_part, "line 1 (\"net.core.aaaa"),
+        ("sysctl.conf", long_path, "line 1 (\"abcdefg.abcdefg"),
+        (
+            "service_containerd.conf",
+            "[Unit]\nLimitNOFILE=lots\n".into(),
+            "line 2 (\"LimitNOFILE=lots\"): LimitNOFILE: ",
+        ),
+        (
+            "service_containerd.conf",
+            "[Unit]\nDescription=x\nLimitNOFILE=1024\n".into(),
+            "line 3 (\"LimitNOFILE=1024\"): LimitNOFILE is in [Unit], where systemd ignores it",
+        ),
+    ];
+    let reasons = [
+        "part 3 of the key is 300 bytes long; a kernel parameter name has at most 255 bytes per part",
+        "the key's path under /proc/sys is 4809 bytes long; paths have fewer than 4096 bytes",
+        "",
+        "resource limits belong in [Service]",
+    ];
+    for ((key, value, message), reason) in cases.into_iter().zip(reasons) {
+        let n = node();
+        let tree = n.snapshot();
+        n.configmap(key, &value);
+        let r = n.run("config");
+        assert_eq!(r.code, 2, "{key}:\n{}", r.output());
+        r.expect_output(&format!("configMap key \"{key}\" "))
+            .expect_output(message)
+            .expect_output(reason);
+        assert!(!r.output().contains("File name too long"), "{}", r.output());
+        tree.assert_same(&n.snapshot());
+        assert!(n.calls().is_empty(), "{key}: {:?}", n.calls());
+    }
+}

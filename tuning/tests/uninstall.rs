@@ -7,16 +7,10 @@ mod common;
 use common::*;
 
 fn run_as(n: &Node, name: &str, mode: &str, code: i32) -> Run {
-    let out = n
-        .command(mode)
-        .env("SKYHOOK_RESOURCE_ID", format!("test-scr_{name}_2.0.0"))
-        .output()
-        .unwrap();
-    let r = Run {
-        code: out.status.code().unwrap_or(-1),
-        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-    };
+    let r = skyhook_testkit::run_command(
+        n.command(mode)
+            .env("SKYHOOK_RESOURCE_ID", format!("test-scr_{name}_2.0.0")),
+    );
     r.expect_code(code);
     r
 }
@@ -108,5 +102,39 @@ fn pam_limits_already_in_the_stack_is_never_touched() {
     run(&n, "config-check", 0);
     run(&n, "uninstall", 0);
     assert_eq!(n.read("/etc/pam.d/common-session").unwrap(), with, "not ours to remove");
+    before.assert_same(&n.snapshot());
+}
+
+#[test]
+fn foreign_files_beside_ours_keep_every_byte() {
+    // Files of others in the directories this package writes to, with bytes a
+    // text round trip would change: Latin-1, CRLF, no final newline.
+    let foreign: [(&str, &[u8]); 4] = [
+        (
+            "/etc/sysctl.d/60-cloud.conf",
+            b"# r\xe9seau\r\nnet.core.somaxconn = 4096\r\nvm.swappiness = 60",
+        ),
+        ("/etc/security/limits.d/10-site.conf", b"# \xa9 site\n*\thard\tcore\t0"),
+        (
+            "/etc/systemd/system/containerd.service.d/10-site.conf",
+            b"[Service]\r\n# d\xe9j\xe0\r\nLimitCORE=0",
+        ),
+        ("/etc/default/grub.d/60-site.cfg", b"# \xff\nGRUB_TIMEOUT=1"),
+    ];
+    let n = node();
+    for (path, bytes) in foreign {
+        n.file(path, bytes);
+    }
+    let before = n.snapshot();
+    full_configmap(&n);
+    run(&n, "config", 0);
+    run(&n, "config-check", 0);
+    for (path, bytes) in foreign {
+        assert_eq!(std::fs::read(n.path(path)).unwrap(), bytes, "{path} after config");
+    }
+    run(&n, "uninstall", 0);
+    for (path, bytes) in foreign {
+        assert_eq!(std::fs::read(n.path(path)).unwrap(), bytes, "{path} after uninstall");
+    }
     before.assert_same(&n.snapshot());
 }

@@ -35,6 +35,12 @@ pub const DIRS: [&str; 5] = [
 /// The classic configuration file, applied after every sysctl.d file by `sysctl --system`.
 pub const SYSCTL_CONF: &str = "/etc/sysctl.conf";
 
+/// The longest name of one path component Linux accepts (NAME_MAX).
+pub const NAME_MAX: usize = 255;
+
+/// The size of the longest path Linux accepts, its final NUL included (PATH_MAX).
+pub const PATH_MAX: usize = 4096;
+
 /// A kernel parameter name, normalized to its path under `/proc/sys`.
 #[derive(Debug, Clone, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub struct Key(String);
@@ -70,7 +76,20 @@ impl Key {
                     .into(),
             );
         }
-        Ok(Key(path.to_string()))
+        if let Some((i, c)) = path.split('/').enumerate().find(|(_, c)| c.len() > NAME_MAX) {
+            return Err(format!(
+                "part {} of the key is {} bytes long; a kernel parameter name has at most {NAME_MAX} bytes per part",
+                i + 1,
+                c.len()
+            ));
+        }
+        let full = PROC_SYS.len() + 1 + path.len();
+        if full >= PATH_MAX {
+            return Err(format!(
+                "the key's path under {PROC_SYS} is {full} bytes long; paths have fewer than {PATH_MAX} bytes"
+            ));
+        }
+        Ok(Key(path))
     }
 
     /// The key as a path relative to `/proc/sys` (`net/ipv4/ip_forward`).
@@ -332,17 +351,87 @@ pub fn read_many(host: &Host, keys: &[&Key]) -> Result<Vec<Option<String>>, Host
     Ok(out)
 }
 
+/// How the kernel refused a value written to `/proc/sys`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Refusal {
+    /// `EINVAL`: not a value of this parameter (a word for a number, say).
+    Invalid,
+    /// `ERANGE`: a number outside the parameter's range.
+    OutOfRange,
+    /// `EOVERFLOW`: a number too large for the parameter's type.
+    Overflow,
+}
+
+impl Refusal {
+    /// The refusal an I/O error of a `/proc/sys` write stands for; `None` for a
+    /// failure of the host (permission, read-only file system, missing key).
+    pub fn of(e: &io::Error) -> Option<Refusal> {
+        use nix::errno::Errno;
+        match e.raw_os_error().map(Errno::from_raw) {
+            Some(Errno::EINVAL) => Some(Refusal::Invalid),
+            Some(Errno::ERANGE) => Some(Refusal::OutOfRange),
+            Some(Errno::EOVERFLOW) => Some(Refusal::Overflow),
+            _ if e.kind() == io::ErrorKind::InvalidInput => Some(Refusal::Invalid),
+            _ => None,
+        }
+    }
+}
+
+impl fmt::Display for Refusal {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Refusal::Invalid => "not a value this parameter accepts (EINVAL)",
+            Refusal::OutOfRange => "outside the range this parameter accepts (ERANGE)",
+            Refusal::Overflow => "too large for this parameter (EOVERFLOW)",
+        })
+    }
+}
+
+/// Why a value could not be set live.
+#[derive(Debug, thiserror::Error)]
+pub enum WriteError {
+    /// The kernel refused the value itself: the input is wrong, not the host.
+    #[error("the kernel refused {key} = {value}: {refusal}")]
+    Refused {
+        /// The parameter.
+        key: Key,
+        /// The value written.
+        value: String,
+        /// How the kernel refused it.
+        refusal: Refusal,
+    },
+    /// The host failed (permission, read-only `/proc/sys`, a key gone).
+    #[error(transparent)]
+    Host(#[from] HostError),
+}
+
+impl From<WriteError> for crate::error::Error {
+    fn from(e: WriteError) -> Self {
+        match e {
+            WriteError::Host(h) => h.into(),
+            refused => crate::error::Error::action(refused.to_string()),
+        }
+    }
+}
+
 /// Sets `key` live: one write of the value and a newline to the existing
-/// `/proc/sys` file, as sysctl(8) does (never creates a file). The kernel's refusal
-/// (`EINVAL` for a value it does not accept) comes back as the I/O error.
-pub fn write(host: &Host, key: &Key, value: &str) -> Result<(), HostError> {
+/// `/proc/sys` file, as sysctl(8) does (never creates a file). A value the kernel
+/// does not accept is [`WriteError::Refused`].
+pub fn write(host: &Host, key: &Key, value: &str) -> Result<(), WriteError> {
     let path = key.proc_path();
     let real = host.path(&path)?;
     let result = (|| {
         let mut f = fs::OpenOptions::new().write(true).truncate(true).open(&real)?;
         f.write_all(format!("{value}\n").as_bytes())
     })();
-    result.map_err(|e| HostError::io("write", path, e))
+    result.map_err(|e| match Refusal::of(&e) {
+        Some(refusal) => WriteError::Refused {
+            key: key.clone(),
+            value: value.to_string(),
+            refusal,
+        },
+        None => HostError::io("write", path, e).into(),
+    })
 }
 
 /// Reads a configuration file, following symbolic links through the host root
@@ -473,6 +562,33 @@ mod tests {
     }
 
     #[test]
+    fn names_longer_than_the_kernel_accepts_are_refused() {
+        let long = "a".repeat(256);
+        let e = Key::parse(&format!("net.{long}.x")).unwrap_err();
+        assert_eq!(
+            e,
+            "part 2 of the key is 256 bytes long; a kernel parameter name has at most 255 bytes per part"
+        );
+        assert!(Key::parse(&format!("net.{}.x", "a".repeat(255))).is_ok());
+        let deep = vec!["abcdefg"; 520].join(".");
+        let e = Key::parse(&deep).unwrap_err();
+        assert!(
+            e.starts_with("the key's path under /proc/sys is 4169 bytes long"),
+            "{e}"
+        );
+    }
+
+    #[test]
+    fn a_refusal_is_told_by_its_kind() {
+        let of = |n| Refusal::of(&io::Error::from_raw_os_error(n));
+        assert_eq!(of(22), Some(Refusal::Invalid));
+        assert_eq!(of(34), Some(Refusal::OutOfRange));
+        assert_eq!(of(75), Some(Refusal::Overflow));
+        assert_eq!(of(1), None, "EPERM is the host's failure");
+        assert_eq!(of(30), None, "EROFS is the host's failure");
+    }
+
+    #[test]
     fn parses_the_sysctl_d_syntax_and_reports_every_bad_line() {
         let text = "# comment\n; other comment\n\n  vm.swappiness = 10  \nnet/core/somaxconn=4096\n-kernel.nope = 1\n\
                     =1\nvm.x=\nnot an assignment\nnet.ipv4.tcp_rmem = 4096\t87380 6291456\nbad.value = a\0b\n";
@@ -523,7 +639,10 @@ mod tests {
         assert_eq!(read(&h, &key).unwrap().as_deref(), Some("10"));
         assert_eq!(read(&h, &k("vm.nope")).unwrap(), None);
         assert_eq!(read(&h, &k("vm")).unwrap(), None, "a directory");
-        assert!(write(&h, &k("vm.nope"), "1").is_err(), "never creates a key");
+        assert!(
+            matches!(write(&h, &k("vm.nope"), "1"), Err(WriteError::Host(_))),
+            "never creates a key"
+        );
         assert!(!h.exists("/proc/sys/vm/nope"));
     }
 

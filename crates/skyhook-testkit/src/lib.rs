@@ -214,11 +214,39 @@ impl Node {
 
     /// Installs a stand-in for `program`: a `/bin/sh` script with `body`. The script
     /// sees `SKYHOOK_HOST_ROOT` and can change the node to simulate the program.
+    ///
+    /// The script is written to a temporary name, made executable and renamed into
+    /// place while no test thread of this process can fork (see [`run_command`]): a
+    /// child forked meanwhile would inherit the write handle until its `exec`, and
+    /// running the stand-in then fails with "Text file busy" (ETXTBSY).
     pub fn stand_in(&self, program: &str, body: &str) -> &Self {
+        use std::io::Write;
+        use std::os::unix::fs::OpenOptionsExt;
         let p = self.commands.join(program);
-        fs::write(&p, format!("#!/bin/sh\n{body}\n")).expect("write stand-in");
-        fs::set_permissions(&p, fs::Permissions::from_mode(0o755)).expect("chmod stand-in");
+        let tmp = self.commands.join(format!(".{program}.stand-in-tmp"));
+        let _no_fork = EXEC_GATE.write().unwrap_or_else(|e| e.into_inner());
+        let _ = fs::remove_file(&tmp);
+        let mut f = fs::OpenOptions::new()
+            .write(true)
+            .create_new(true)
+            .mode(0o700)
+            .open(&tmp)
+            .expect("create stand-in");
+        f.write_all(format!("#!/bin/sh\n{body}\n").as_bytes())
+            .expect("write stand-in");
+        f.set_permissions(fs::Permissions::from_mode(0o755))
+            .expect("chmod stand-in");
+        drop(f);
+        fs::rename(&tmp, &p).expect("rename stand-in into place");
         self
+    }
+
+    /// Runs the stand-in for `program` directly, as the test's own setup (the
+    /// distribution's generated grub.cfg, say), with `SKYHOOK_HOST_ROOT` set.
+    pub fn run_stand_in(&self, program: &str, args: &[&str]) -> Run {
+        let mut c = Command::new(self.commands.join(program));
+        c.args(args).env("SKYHOOK_HOST_ROOT", &self.root);
+        run_command(&mut c)
     }
 
     /// Gives the simulated host one of this machine's own programs: `program` among
@@ -293,21 +321,41 @@ impl Node {
 
     /// Runs the binary in `mode` to completion.
     pub fn run(&self, mode: &str) -> Run {
-        use std::os::unix::process::ExitStatusExt;
-        let out = self.command(mode).output().expect("run the package binary");
-        Run {
-            code: out
-                .status
-                .code()
-                .unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0)),
-            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
-            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
-        }
+        run_command(&mut self.command(mode))
     }
 
     /// Every path under the host root with its type, mode and content.
     pub fn snapshot(&self) -> Tree {
         Tree::of(&self.root)
+    }
+}
+
+/// Held for writing while a stand-in is open for writing, for reading while a
+/// process is being started: no child ever inherits a stand-in's write handle.
+static EXEC_GATE: std::sync::RwLock<()> = std::sync::RwLock::new(());
+
+/// Runs `command` to completion (stdout and stderr captured), starting it only
+/// while no stand-in is being written ([`Node::stand_in`]); the exit code is
+/// 128 + signal when it was killed. Tests start every process through this.
+pub fn run_command(command: &mut Command) -> Run {
+    use std::os::unix::process::ExitStatusExt;
+    use std::process::Stdio;
+    command
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped());
+    let child = {
+        let _starting = EXEC_GATE.read().unwrap_or_else(|e| e.into_inner());
+        command.spawn().expect("start the process")
+    };
+    let out = child.wait_with_output().expect("wait for the process");
+    Run {
+        code: out
+            .status
+            .code()
+            .unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0)),
+        stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+        stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
 }
 

@@ -9,7 +9,6 @@
 #![allow(dead_code)]
 
 use std::path::Path;
-use std::process::Command;
 
 use skyhook_core::distro::fixtures;
 pub use skyhook_testkit::boot_tools::bls_options;
@@ -144,15 +143,9 @@ mkdir -p "$R/boot/grub"
   echo "}"
 } > "$R/boot/grub/grub.cfg""#;
 
-
 /// Runs a stand-in script directly (no call logged), e.g. to generate the pristine grub.cfg.
 fn run_stand_in(node: &Node, program: &str, args: &[&str]) {
-    let status = Command::new(node.commands_dir().join(program))
-        .args(args)
-        .env("SKYHOOK_HOST_ROOT", node.root())
-        .status()
-        .expect("run stand-in");
-    assert!(status.success(), "{program} stand-in failed");
+    node.run_stand_in(program, args).expect_code(0);
 }
 
 /// A node of `distro`, 64 GiB of memory, booted, systemd running; the kdump package not installed.

@@ -82,16 +82,13 @@ pub fn node() -> Node {
             "/proc/cmdline",
             "BOOT_IMAGE=/boot/vmlinuz root=UUID=1 ro console=tty1 console=ttyS0\n",
         );
+    hugepage_sizes(&n, &X86_64_HUGEPAGES, 2048);
     std::fs::remove_file(n.path("/etc/sysctl.d/99-sysctl.conf")).unwrap();
     std::os::unix::fs::symlink("../sysctl.conf", n.path("/etc/sysctl.d/99-sysctl.conf")).unwrap();
     n.systemd_running(true);
     n.stand_in("systemctl", SYSTEMCTL).stand_in("update-grub", UPDATE_GRUB);
     // The boot configuration as the distribution generated it.
-    let out = std::process::Command::new(n.commands_dir().join("update-grub"))
-        .env("SKYHOOK_HOST_ROOT", n.root())
-        .output()
-        .unwrap();
-    assert!(out.status.success(), "{out:?}");
+    n.run_stand_in("update-grub", &[]).expect_code(0);
     n
 }
 
@@ -109,7 +106,44 @@ pub fn service(n: &Node, unit: &str, pid: u32, rows: &[(&str, &str, &str)]) {
     n.file(&format!("/proc/{pid}/limits"), text);
 }
 
-/// Simulates a reboot: the kernel command line becomes the default entry's.
+/// The huge page sizes (KiB) of an x86_64 kernel.
+pub const X86_64_HUGEPAGES: [u64; 2] = [2048, 1 << 20];
+/// The huge page sizes (KiB) of an arm64 kernel with 4k pages.
+pub const ARM64_4K_HUGEPAGES: [u64; 4] = [64, 2048, 32 << 10, 1 << 20];
+/// The huge page sizes (KiB) of an arm64 kernel with 64k pages (no 1G).
+pub const ARM64_64K_HUGEPAGES: [u64; 3] = [2048, 512 << 10, 16 << 20];
+
+/// Makes the running kernel list `sizes` (KiB) under /sys/kernel/mm/hugepages, none
+/// reserved, with `default` (KiB) as its default size in /proc/meminfo.
+pub fn hugepage_sizes(n: &Node, sizes: &[u64], default: u64) {
+    let _ = std::fs::remove_dir_all(n.path("/sys/kernel/mm/hugepages"));
+    for kb in sizes {
+        n.file(
+            &format!("/sys/kernel/mm/hugepages/hugepages-{kb}kB/nr_hugepages"),
+            "0\n",
+        );
+    }
+    n.file(
+        "/proc/meminfo",
+        format!("MemTotal:       2113470464 kB\nHugePages_Total:       0\nHugepagesize:       {default} kB\n"),
+    );
+}
+
+/// A size as the kernel command line writes it, in KiB (test fixtures only).
+fn kib(size: &str) -> u64 {
+    let (n, unit) = size.split_at(size.len() - 1);
+    let n: u64 = n.parse().unwrap();
+    match unit {
+        "K" => n,
+        "M" => n << 10,
+        "G" => n << 20,
+        other => panic!("fixture size unit {other}"),
+    }
+}
+
+/// Simulates a reboot: the kernel command line becomes the default entry's, and
+/// the kernel reserves the huge pages it asks for, of the sizes it supports (a
+/// count before any hugepagesz= is of the default size).
 pub fn reboot(n: &Node) {
     let cfg = n.read("/boot/grub/grub.cfg").unwrap();
     let linux = cfg.lines().find(|l| l.trim_start().starts_with("linux")).unwrap();
@@ -118,6 +152,24 @@ pub fn reboot(n: &Node) {
         "/proc/cmdline",
         format!("BOOT_IMAGE=/boot/vmlinuz {}\n", args.join(" ")),
     );
+    let meminfo = n.read("/proc/meminfo").unwrap_or_default();
+    let default = meminfo
+        .lines()
+        .find_map(|l| l.strip_prefix("Hugepagesize:"))
+        .map(|v| v.trim().trim_end_matches(" kB").parse::<u64>().unwrap());
+    let mut size = default;
+    for arg in args {
+        if let Some(s) = arg.strip_prefix("hugepagesz=") {
+            size = Some(kib(s));
+        } else if let Some(count) = arg.strip_prefix("hugepages=")
+            && let Some(kb) = size
+        {
+            let file = format!("/sys/kernel/mm/hugepages/hugepages-{kb}kB/nr_hugepages");
+            if n.exists(&file) {
+                n.file(&file, format!("{count}\n"));
+            }
+        }
+    }
 }
 
 /// A live kernel parameter (path form).
