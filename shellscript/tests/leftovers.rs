@@ -21,8 +21,8 @@ use skyhook_testkit::Node;
 /// its command line carries the copy dir, so any survivor can be found by it.
 fn script(rest: &str) -> String {
     format!(
-        r#"setsid sh -c 'trap "" TERM; echo $$ > "$1/setsid.pid"; while :; do sleep 0.05; done' leftover-setsid "$SKYHOOK_DIR" &
-( sh -c 'echo $$ > "$1/daemon.pid"; sleep 300; :' leftover-daemon "$SKYHOOK_DIR" & )
+        r#"setsid sh -c 'trap "" TERM; echo $$ > "$1/setsid.pid"; i=0; while [ $i -lt 400 ]; do sleep 0.05; i=$((i+1)); done' leftover-setsid "$SKYHOOK_DIR" &
+( sh -c 'echo $$ > "$1/daemon.pid"; sleep 20; :' leftover-daemon "$SKYHOOK_DIR" & )
 until [ -s "$SKYHOOK_DIR/setsid.pid" ] && [ -s "$SKYHOOK_DIR/daemon.pid" ]; do sleep 0.01; done
 touch "$SKYHOOK_DIR/ready"
 {rest}
@@ -95,12 +95,12 @@ fn after_a_normal_end_the_scripts_leftovers_are_stopped_and_named() {
         .expect_output("the script ended but left ")
         .expect_output(&format!("pid {} (sh -c trap", pid(&n, "setsid.pid")))
         .expect_output(&format!("pid {} (sh -c echo", pid(&n, "daemon.pid")))
-        .expect_output("(sleep 300)")
+        .expect_output("(sleep 20)")
         .expect_output("stopping them (SIGTERM, SIGKILL after 0.3 s (SHELLSCRIPT_GRACE_PERIOD))")
         .expect_output("has not ended within the grace period of 0.3 s (SHELLSCRIPT_GRACE_PERIOD); killing it (SIGKILL)");
     assert!(report_line(&out).contains("exit_code=0 "), "{out}");
     assert_all_gone(&n, &out);
-    // 0.3 s of grace for the SIGTERM-proof one; the sleep 300 ends at once.
+    // 0.3 s of grace for the SIGTERM-proof one; the sleep 20 ends at once.
     assert!(took < Duration::from_secs(2), "the step took {took:?}\n{out}");
     eprintln!("normal end with leftovers: step and its pipes done in {took:?}");
 }
@@ -118,7 +118,7 @@ fn after_the_time_limit_the_whole_tree_is_gone_and_the_step_exits_124() {
         .expect_output("killing it (SIGKILL)");
     assert!(report_line(&out).contains("outcome=time-limit"), "{out}");
     assert_all_gone(&n, &out);
-    // 0.5 s limit + 0.3 s grace; before, the pipes stayed open 300 s.
+    // 0.5 s limit + 0.3 s grace; before, the pipes stayed open 20 s or more.
     assert!(took < Duration::from_secs(3), "the step took {took:?}\n{out}");
     eprintln!("time limit with leftovers: step and its pipes done in {took:?}");
 }
