@@ -273,13 +273,9 @@ impl Node {
 
     /// Runs the binary in `mode` to completion.
     pub fn run(&self, mode: &str) -> Run {
-        use std::os::unix::process::ExitStatusExt;
         let out = self.command(mode).output().expect("run the package binary");
         Run {
-            code: out
-                .status
-                .code()
-                .unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0)),
+            code: skyhook_core::process::exit_code(&out.status),
             stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
             stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
         }
