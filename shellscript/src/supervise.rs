@@ -37,7 +37,11 @@ pub fn supervision(settings: &Settings) -> Supervision {
         }),
         grace: Limit {
             duration: settings.grace.duration,
-            label: format!("{} ({})", settings::seconds(settings.grace.duration), settings.grace.var),
+            label: format!(
+                "{} ({})",
+                settings::seconds(settings.grace.duration),
+                settings.grace.var
+            ),
         },
         output: Output::Inherit,
     }

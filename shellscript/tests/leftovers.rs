@@ -97,7 +97,9 @@ fn after_a_normal_end_the_scripts_leftovers_are_stopped_and_named() {
         .expect_output(&format!("pid {} (sh -c echo", pid(&n, "daemon.pid")))
         .expect_output("(sleep 20)")
         .expect_output("stopping them (SIGTERM, SIGKILL after 0.3 s (SHELLSCRIPT_GRACE_PERIOD))")
-        .expect_output("has not ended within the grace period of 0.3 s (SHELLSCRIPT_GRACE_PERIOD); killing it (SIGKILL)");
+        .expect_output(
+            "has not ended within the grace period of 0.3 s (SHELLSCRIPT_GRACE_PERIOD); killing it (SIGKILL)",
+        );
     assert!(report_line(&out).contains("exit_code=0 "), "{out}");
     assert_all_gone(&n, &out);
     // 0.3 s of grace for the SIGTERM-proof one; the sleep 20 ends at once.
@@ -150,10 +152,16 @@ fn after_sigterm_the_whole_tree_is_gone_and_the_step_exits_143() {
     let stderr = err.join().unwrap();
     let took = sent.elapsed();
     assert_eq!(code, Some(143), "{stderr}");
-    assert!(stderr.contains("received SIGTERM: passing it on to the script's process group"), "{stderr}");
+    assert!(
+        stderr.contains("received SIGTERM: passing it on to the script's process group"),
+        "{stderr}"
+    );
     assert!(report_line(&stderr).contains("exit_code=143"), "{stderr}");
     assert_all_gone(&n, &stderr);
-    assert!(took < Duration::from_secs(3), "the step took {took:?} after SIGTERM\n{stderr}");
+    assert!(
+        took < Duration::from_secs(3),
+        "the step took {took:?} after SIGTERM\n{stderr}"
+    );
     eprintln!("SIGTERM with leftovers: step and its pipes done in {took:?}");
 }
 

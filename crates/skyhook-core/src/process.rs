@@ -167,7 +167,9 @@ pub fn run(mut command: Command, how: &Supervision) -> io::Result<Ended> {
 
 /// The exit code of a status: its code, or 128 + the signal that ended it.
 pub fn exit_code(status: &ExitStatus) -> i32 {
-    status.code().unwrap_or_else(|| signal_exit_code(status.signal().unwrap_or(0)))
+    status
+        .code()
+        .unwrap_or_else(|| signal_exit_code(status.signal().unwrap_or(0)))
 }
 
 /// The exit code shells give a process ended by signal `number`: 128 + `number`.

@@ -33,7 +33,10 @@ fn supervision(pass_on: PassOn, time_limit: Option<f64>, lines: &Lines) -> Super
             label: "0.3 s".into(),
         },
         output: Output::Relay(Arc::new(move |stream, line| {
-            lines.lock().unwrap().push((stream, String::from_utf8_lossy(line).into_owned()))
+            lines
+                .lock()
+                .unwrap()
+                .push((stream, String::from_utf8_lossy(line).into_owned()))
         })),
     }
 }
@@ -72,8 +75,14 @@ fn pids(lines: &Lines) -> Vec<i32> {
 #[track_caller]
 fn assert_gone(pids: &[i32]) {
     assert_eq!(pids.len(), 2, "both daemons started: {pids:?}");
-    let left: Vec<i32> = pids.iter().copied().filter(|p| running(*p, "proc-test-marker")).collect();
-    left.iter().for_each(|p| drop(kill(Pid::from_raw(*p), Signal::SIGKILL)));
+    let left: Vec<i32> = pids
+        .iter()
+        .copied()
+        .filter(|p| running(*p, "proc-test-marker"))
+        .collect();
+    for p in &left {
+        let _ = kill(Pid::from_raw(*p), Signal::SIGKILL);
+    }
     assert!(left.is_empty(), "still running: {left:?}");
 }
 

@@ -347,10 +347,7 @@ impl Agent {
         let args = resolve_arguments(&step.arguments, &env);
         let chrooted = self.dep.root != Path::new("/");
         let mut cmd = Command::new(if chrooted { &program } else { &real_program });
-        cmd.args(&args)
-            .env_clear()
-            .envs(&env)
-            .stdin(Stdio::null());
+        cmd.args(&args).env_clear().envs(&env).stdin(Stdio::null());
         if chrooted {
             let (root, cwd) = (self.dep.root.clone(), copy.to_path_buf());
             // SAFETY: only async-signal-safe system calls run between fork and exec.

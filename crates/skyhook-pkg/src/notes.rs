@@ -7,7 +7,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::{dist, elf, platform, workspace};
+use crate::{elf, platform, workspace};
 
 /// The text under the `## <version>` heading of a changelog, up to the next `## `
 /// heading, without surrounding blank lines. A heading may carry more after the
@@ -176,7 +176,10 @@ mod tests {
         assert!(n.starts_with("- Rewritten in Rust."), "{n}");
         assert!(n.contains("### Binary sizes"), "{n}");
         assert!(
-            n.contains(&format!("| {platform} | {} | {size} | NO |", skyhook_core::human::size(size))),
+            n.contains(&format!(
+                "| {platform} | {} | {size} | NO |",
+                skyhook_core::human::size(size)
+            )),
             "{n}"
         );
         assert_eq!(

@@ -32,8 +32,14 @@ impl Relay {
     /// Starts one thread per piped stream of `child`.
     pub fn start(child: &mut Child, sink: &Sink) -> Relay {
         let (tx, done) = mpsc::channel();
-        let out = child.stdout.take().map(|p| (Stream::Stdout, Box::new(p) as Box<dyn Read + Send>));
-        let err = child.stderr.take().map(|p| (Stream::Stderr, Box::new(p) as Box<dyn Read + Send>));
+        let out = child
+            .stdout
+            .take()
+            .map(|p| (Stream::Stdout, Box::new(p) as Box<dyn Read + Send>));
+        let err = child
+            .stderr
+            .take()
+            .map(|p| (Stream::Stderr, Box::new(p) as Box<dyn Read + Send>));
         let mut running = 0;
         for (stream, pipe) in [out, err].into_iter().flatten() {
             let (tx, sink) = (tx.clone(), Arc::clone(sink));

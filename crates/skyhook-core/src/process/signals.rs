@@ -28,8 +28,7 @@ impl SignalGuard {
         // SAFETY: installs the default disposition, no handler code runs.
         let old_chld = unsafe { signal::sigaction(Signal::SIGCHLD, &default) }.map_err(io::Error::from)?;
         let mut old_mask = SigSet::empty();
-        signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&watched), Some(&mut old_mask))
-            .map_err(io::Error::from)?;
+        signal::pthread_sigmask(SigmaskHow::SIG_BLOCK, Some(&watched), Some(&mut old_mask)).map_err(io::Error::from)?;
         Ok(SignalGuard {
             watched,
             old_mask,

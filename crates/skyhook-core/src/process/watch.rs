@@ -82,7 +82,12 @@ impl<'a> Watch<'a> {
             reap_orphans(Some(self.child));
             let now = Instant::now();
             if self.stop.is_none() && self.time_limit_at.is_some_and(|at| now >= at) {
-                let limit = self.how.time_limit.as_ref().map(|t| t.label.as_str()).unwrap_or_default();
+                let limit = self
+                    .how
+                    .time_limit
+                    .as_ref()
+                    .map(|t| t.label.as_str())
+                    .unwrap_or_default();
                 log::error!(
                     "time limit {limit} reached: stopping {}'s process group {} and every process it \
                      started with SIGTERM, SIGKILL in {}",
@@ -98,10 +103,13 @@ impl<'a> Watch<'a> {
                 self.kill(&left);
                 continue;
             }
-            let next = [self.time_limit_at.filter(|_| self.stop.is_none()), self.grace_end.filter(|_| !self.killed)]
-                .into_iter()
-                .flatten()
-                .min();
+            let next = [
+                self.time_limit_at.filter(|_| self.stop.is_none()),
+                self.grace_end.filter(|_| !self.killed),
+            ]
+            .into_iter()
+            .flatten()
+            .min();
             let nap = next.map_or(MAX_NAP, |n| n.saturating_duration_since(now).min(MAX_NAP));
             if let Some(sig) = self.signals.wait(nap) {
                 self.received(sig, Instant::now());
@@ -140,9 +148,9 @@ impl<'a> Watch<'a> {
                 self.signal_all(&left, Signal::SIGKILL); // started since the last round
                 if now - at > KILL_WAIT {
                     log::error!(
-                        "{} still present {} after SIGKILL (stuck in the kernel, uninterruptible I/O?): {}",
+                        "{} still present {} s after SIGKILL (stuck in the kernel, uninterruptible I/O?): {}",
                         count(left.len(), "process is", "processes are"),
-                        format!("{} s", KILL_WAIT.as_secs()),
+                        KILL_WAIT.as_secs(),
                         named(&left)
                     );
                     return;
@@ -307,7 +315,11 @@ fn count(n: usize, one: &str, many: &str) -> String {
 
 /// `pid 12 (sleep 300), pid 14 (daemon -f) and 3 more`.
 fn named(procs: &[Proc]) -> String {
-    let text: Vec<String> = procs.iter().take(NAMED_MAX).map(|p| format!("pid {}", p.describe())).collect();
+    let text: Vec<String> = procs
+        .iter()
+        .take(NAMED_MAX)
+        .map(|p| format!("pid {}", p.describe()))
+        .collect();
     match procs.len().checked_sub(NAMED_MAX) {
         Some(more) if more > 0 => format!("{} and {more} more", text.join(", ")),
         _ => text.join(", "),
