@@ -226,22 +226,8 @@ fn memparse(text: &str) -> Result<(u64, &str), String> {
     Ok((value, &rest[1..]))
 }
 
-/// A byte count for people: `256 MiB`, `1.5 GiB`, `64 GiB`.
-pub fn human(bytes: u64) -> String {
-    const UNITS: [&str; 5] = ["KiB", "MiB", "GiB", "TiB", "PiB"];
-    if bytes < 1024 {
-        return format!("{bytes} bytes");
-    }
-    let mut value = bytes as f64 / 1024.0;
-    let mut unit = 0;
-    while value >= 1024.0 && unit < UNITS.len() - 1 {
-        value /= 1024.0;
-        unit += 1;
-    }
-    let text = format!("{value:.1}");
-    let text = text.strip_suffix(".0").unwrap_or(&text);
-    format!("{text} {}", UNITS[unit])
-}
+/// A byte count for people (the project's one printer): `256 MiB`, `1.5 GiB`.
+pub use skyhook_core::human::size as human;
 
 #[cfg(test)]
 mod tests {
@@ -434,13 +420,5 @@ mod tests {
         assert_eq!(CrashKernel::parse("256M@16M").unwrap().reservation(G), Some(256 * M));
         assert_eq!(CrashKernel::parse("2G,high").unwrap().reservation(G), Some(2 * G));
         assert_eq!(CrashKernel::parse("auto").unwrap().reservation(G), None);
-    }
-
-    #[test]
-    fn prints_sizes_for_people() {
-        assert_eq!(human(512), "512 bytes");
-        assert_eq!(human(256 * M), "256 MiB");
-        assert_eq!(human(3 * G / 2), "1.5 GiB");
-        assert_eq!(human(64 * G), "64 GiB");
     }
 }

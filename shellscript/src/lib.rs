@@ -6,8 +6,9 @@
 //! run and succeeds. The script's exit code is the step's. Modules: [`script`] (the
 //! key, what is in it, its shebang), [`interpreter`] (which program runs it),
 //! [`settings`] (time limit and grace period from the SCR's env), [`supervise`]
-//! (the child process: its group, signals, limits), [`kept`] (the uninstall
-//! scripts kept on the node for older operators, which uninstall without the configMap).
+//! (the child process and its whole tree: signals, limits, leftovers), [`kept`] (the
+//! uninstall scripts kept on the node for older operators, which uninstall without the
+//! configMap).
 
 pub mod interpreter;
 pub mod kept;
@@ -20,6 +21,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use skyhook_core::command::{SYSTEM_PATH, shell_quote};
+use skyhook_core::process::{exit_code, signal_exit_code, signal_name, signal_of_exit_code};
 use skyhook_core::{Error, Mode, Outcome, Package, Result, Step};
 
 use crate::interpreter::Interpreter;
@@ -157,7 +159,7 @@ struct Report<'a> {
 impl Report<'_> {
     /// Reports the run of `interpreter` and returns the step's outcome.
     fn ended(&self, interpreter: &Interpreter, ended: &Ended, settings: &Settings) -> Outcome {
-        let own = supervise::exit_code(&ended.status);
+        let own = exit_code(&ended.status);
         let key = self.key;
         let (code, what) = match ended.stop {
             Some(Stop::TimeLimit) => {
@@ -173,7 +175,7 @@ impl Report<'_> {
                 (EXIT_TIME_LIMIT, "time-limit".to_string())
             }
             Some(Stop::Signal(sig)) => {
-                let code = 128 + sig as i32;
+                let code = signal_exit_code(sig as i32);
                 log::error!(
                     "{key} was stopped: the step received {sig} and passed it on{}; the script {}; exit code {code}",
                     if ended.killed {
@@ -187,10 +189,10 @@ impl Report<'_> {
             }
             None => match ended.status.code() {
                 Some(c) => {
-                    if c > 128 {
+                    if let Some(sig) = signal_of_exit_code(c) {
                         log::info!(
                             "{key} exited with code {c}, which shells use for a command killed by {}",
-                            supervise::signal_name(c - 128)
+                            signal_name(sig)
                         );
                     }
                     (c, "exited".to_string())
@@ -200,7 +202,7 @@ impl Report<'_> {
                         "{key} {} (not sent by this step); exit code {own}",
                         describe(&ended.status)
                     );
-                    let name = supervise::signal_name(own - 128);
+                    let name = signal_of_exit_code(own).map_or_else(String::new, signal_name);
                     (own, format!("killed-by-{name}").replace(' ', "-"))
                 }
             },
@@ -233,7 +235,7 @@ fn describe(status: &std::process::ExitStatus) -> String {
     use std::os::unix::process::ExitStatusExt;
     match (status.code(), status.signal()) {
         (Some(c), _) => format!("exited with code {c}"),
-        (None, Some(s)) => format!("was killed by signal {s} ({})", supervise::signal_name(s)),
+        (None, Some(s)) => format!("was killed by signal {s} ({})", signal_name(s)),
         _ => "ended".into(),
     }
 }

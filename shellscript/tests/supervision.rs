@@ -207,30 +207,6 @@ fn a_script_killed_by_a_signal_exits_128_plus_the_signal() {
 }
 
 #[test]
-fn processes_a_script_leaves_behind_keep_running() {
-    let n = node();
-    n.configmap(
-        "apply.sh",
-        "sleep 3 >/dev/null 2>&1 &\necho $! > \"$SKYHOOK_DIR/daemon.pid\"\n",
-    );
-    n.run("apply")
-        .expect_code(0)
-        .expect_output("left processes running in its process group");
-    let pid: i32 = std::fs::read_to_string(n.copy_dir().join("daemon.pid"))
-        .unwrap()
-        .trim()
-        .parse()
-        .unwrap();
-    // Alive, and not a zombie waiting for this machine's init to reap it.
-    let state = std::fs::read_to_string(format!("/proc/{pid}/stat"))
-        .ok()
-        .and_then(|s| s.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next()));
-    let alive = matches!(state, Some(c) if c != 'Z');
-    let _ = kill(Pid::from_raw(pid), Signal::SIGKILL);
-    assert!(alive, "the background process was stopped with the step");
-}
-
-#[test]
 fn orphans_of_the_script_are_reaped_while_it_runs() {
     let n = node();
     // Three double-forked processes: orphaned at once, reparented to the step.

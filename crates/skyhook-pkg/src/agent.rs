@@ -11,12 +11,11 @@
 
 use std::collections::BTreeMap;
 use std::fs;
-use std::io::{BufRead, BufReader};
 use std::os::unix::fs::PermissionsExt;
 use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
-use std::sync::atomic::{AtomicI32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
@@ -24,6 +23,7 @@ use skyhook_core::Mode;
 use skyhook_core::config::{PackageConfig, StepConfig};
 use skyhook_core::interrupt::Interrupt;
 use skyhook_core::node_metadata::{self, NodeMetadata};
+use skyhook_core::process::{self, Limit, Output, PassOn, Stream, Supervision};
 
 use crate::dist::copy_tree;
 use crate::error::ToolError;
@@ -416,12 +416,7 @@ impl Agent {
         let args = resolve_arguments(&step.arguments, &env);
         let chrooted = self.dep.root != Path::new("/");
         let mut cmd = Command::new(if chrooted { &program } else { &real_program });
-        cmd.args(&args)
-            .env_clear()
-            .envs(&env)
-            .stdin(Stdio::null())
-            .stdout(Stdio::piped())
-            .stderr(Stdio::piped());
+        cmd.args(&args).env_clear().envs(&env).stdin(Stdio::null());
         if chrooted {
             let (root, cwd) = (self.dep.root.clone(), copy.to_path_buf());
             // SAFETY: only async-signal-safe system calls run between fork and exec.
@@ -436,24 +431,15 @@ impl Agent {
             cmd.current_dir(self.real(copy));
         }
         println!("[{mode}/{}] {} {}", step.name, program.display(), args.join(" "));
-        let mut child = match cmd.spawn() {
-            Ok(c) => c,
+        let (ended, interrupt) = match supervise_step(cmd, format!("[{mode}/{}] ", step.name)) {
+            Ok(done) => done,
             Err(e) => return failed(format!("cannot start {}: {e}", program.display())),
         };
-        let _forwarding = forward_signals_to(child.id());
-        let prefix = format!("[{mode}/{}] ", step.name);
-        let out = child.stdout.take().expect("piped");
-        let err = child.stderr.take().expect("piped");
-        let out_prefix = prefix.clone();
-        let out_thread = std::thread::spawn(move || relay(out, &out_prefix, false));
-        let mut interrupt = relay(err, &prefix, true);
-        interrupt = out_thread.join().unwrap_or(None).or(interrupt);
-        let status = match child.wait() {
-            Ok(s) => s,
-            Err(e) => return failed(format!("cannot wait for {}: {e}", program.display())),
-        };
-        use std::os::unix::process::ExitStatusExt;
-        let code = status.code().unwrap_or_else(|| 128 + status.signal().unwrap_or(0));
+        if let Some(sig) = ended.late_signal {
+            // Received as the step ended: between steps the signal acts as usual.
+            let _ = nix::sys::signal::raise(sig);
+        }
+        let code = process::exit_code(&ended.status);
         let ok = step.returncodes.contains(&i64::from(code));
         StepReport {
             mode,
@@ -479,65 +465,44 @@ pub fn failure(code: i32, returncodes: &[i64]) -> String {
     }
 }
 
-/// The step running now, to which SIGTERM and SIGINT are passed on (0: none).
-static RUNNING_STEP: AtomicI32 = AtomicI32::new(0);
+/// How long the processes a step leaves running get between SIGTERM and SIGKILL.
+const LEFTOVER_GRACE: Duration = Duration::from_secs(5);
 
-extern "C" fn pass_on(signal: nix::libc::c_int) {
-    let pid = RUNNING_STEP.load(Ordering::SeqCst);
-    if pid > 0 {
-        // SAFETY: kill(2) is async-signal-safe.
-        unsafe { nix::libc::kill(pid, signal) };
-    }
-}
-
-/// While alive, SIGTERM and SIGINT sent to this process are passed on to the step
-/// `pid`, as the agent's termination reaches the step on a node; the step decides
-/// how to stop and its exit code is reported.
-struct Forwarding;
-
-fn forward_signals_to(pid: u32) -> Forwarding {
-    use nix::sys::signal::{SaFlags, SigAction, SigHandler, SigSet, Signal, sigaction};
-    RUNNING_STEP.store(pid as i32, Ordering::SeqCst);
-    let action = SigAction::new(SigHandler::Handler(pass_on), SaFlags::SA_RESTART, SigSet::empty());
-    for signal in [Signal::SIGTERM, Signal::SIGINT] {
-        // SAFETY: the handler only reads an atomic and calls kill(2).
-        let _ = unsafe { sigaction(signal, &action) };
-    }
-    Forwarding
-}
-
-impl Drop for Forwarding {
-    /// Between steps the signals act as usual again: they end this process.
-    fn drop(&mut self) {
-        use nix::sys::signal::{SigHandler, Signal, signal};
-        RUNNING_STEP.store(0, Ordering::SeqCst);
-        for s in [Signal::SIGTERM, Signal::SIGINT] {
-            // SAFETY: restoring the default disposition.
-            let _ = unsafe { signal(s, SigHandler::SigDfl) };
-        }
-    }
-}
-
-/// Relays a step's output line by line with `prefix`; returns the interrupt the
-/// step reported ([`Interrupt::from_report_line`]), if any; the machine-readable
-/// report line itself is not relayed (the human one before it is).
-fn relay(pipe: impl std::io::Read, prefix: &str, to_stderr: bool) -> Option<Interrupt> {
-    let mut interrupt = None;
-    for line in BufReader::new(pipe).split(b'\n') {
-        let Ok(line) = line else { break };
-        let line = String::from_utf8_lossy(&line);
+/// Runs a step under the project's supervisor ([`process`]): SIGTERM and SIGINT
+/// sent to this tool are passed on to the step, which decides how to stop (as the
+/// agent's termination reaches it on a node); its output is relayed line by line
+/// with `prefix`; whatever it leaves running is stopped, as the agent's pod would
+/// be. Returns how it ended and the interrupt it reported
+/// ([`Interrupt::from_report_line`]; that machine-readable line is not relayed, the
+/// human one before it is), if any, stdout's first.
+fn supervise_step(cmd: Command, prefix: String) -> std::io::Result<(process::Ended, Option<Interrupt>)> {
+    let interrupts: Arc<Mutex<[Option<Interrupt>; 2]>> = Arc::default();
+    let seen = Arc::clone(&interrupts);
+    let sink: process::Sink = Arc::new(move |stream, line| {
+        let line = String::from_utf8_lossy(line);
         let line = line.trim_end_matches('\r');
         if let Some(reported) = Interrupt::from_report_line(line) {
-            interrupt = Some(reported);
-            continue;
+            seen.lock().unwrap_or_else(|e| e.into_inner())[stream as usize] = Some(reported);
+            return;
         }
-        if to_stderr {
-            eprintln!("{prefix}{line}");
-        } else {
-            println!("{prefix}{line}");
+        match stream {
+            Stream::Stdout => println!("{prefix}{line}"),
+            Stream::Stderr => eprintln!("{prefix}{line}"),
         }
-    }
-    interrupt
+    });
+    let how = Supervision {
+        what: "the step".into(),
+        pass_on: PassOn::Child,
+        time_limit: None,
+        grace: Limit {
+            duration: LEFTOVER_GRACE,
+            label: format!("{} s", LEFTOVER_GRACE.as_secs()),
+        },
+        output: Output::Relay(sink),
+    };
+    let ended = process::run(cmd, &how)?;
+    let [out, err] = std::mem::take(&mut *interrupts.lock().unwrap_or_else(|e| e.into_inner()));
+    Ok((ended, out.or(err)))
 }
 
 fn chmod_executable(path: &Path) -> std::io::Result<()> {

@@ -173,7 +173,7 @@ pub fn table(rows: &[Assembled]) -> String {
             "{:<12} {:<10} {:>10} {:<8} {:<8} {}\n",
             r.name,
             r.version,
-            human_size(r.size),
+            skyhook_core::human::size(r.size),
             r.elf.arch,
             if r.elf.is_static { "yes" } else { "NO" },
             r.modes.join(", ")
@@ -204,15 +204,6 @@ pub fn nss_problem(binary: &[u8]) -> Option<String> {
          use safely on a host of another glibc: read /etc/passwd or /etc/group directly instead"
             .to_string()
     })
-}
-
-/// A size for people: KiB below one MiB, MiB with one decimal above.
-pub fn human_size(bytes: u64) -> String {
-    if bytes >= 1 << 20 {
-        format!("{:.1} MiB", bytes as f64 / (1 << 20) as f64)
-    } else {
-        format!("{:.0} KiB", bytes as f64 / 1024.0)
-    }
 }
 
 /// `skyhook-pkg dist [packages] [--target] [--out]`: true when every tree is valid

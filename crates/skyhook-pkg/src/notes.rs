@@ -7,7 +7,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::{dist, elf, platform, workspace};
+use crate::{elf, platform, workspace};
 
 /// The text under the `## <version>` heading of a changelog, up to the next `## `
 /// heading, without surrounding blank lines. A heading may carry more after the
@@ -78,7 +78,7 @@ pub fn size_table(package: &str, binaries: &[Binary]) -> String {
         s.push_str(&format!(
             "| {} | {} | {} | {} |\n",
             b.platform,
-            dist::human_size(b.size),
+            skyhook_core::human::size(b.size),
             b.size,
             if b.is_static { "yes" } else { "NO" }
         ));
@@ -176,7 +176,10 @@ mod tests {
         assert!(n.starts_with("- Rewritten in Rust."), "{n}");
         assert!(n.contains("### Binary sizes"), "{n}");
         assert!(
-            n.contains(&format!("| {platform} | {} | {size} | NO |", dist::human_size(size))),
+            n.contains(&format!(
+                "| {platform} | {} | {size} | NO |",
+                skyhook_core::human::size(size)
+            )),
             "{n}"
         );
         assert_eq!(
@@ -211,7 +214,7 @@ mod tests {
             rows,
             [
                 "| linux/amd64 | 512 KiB | 524288 | yes |",
-                "| linux/arm64 | 3.0 MiB | 3145728 | yes |"
+                "| linux/arm64 | 3 MiB | 3145728 | yes |"
             ]
         );
     }

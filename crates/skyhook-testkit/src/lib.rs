@@ -338,7 +338,6 @@ static EXEC_GATE: std::sync::RwLock<()> = std::sync::RwLock::new(());
 /// while no stand-in is being written ([`Node::stand_in`]); the exit code is
 /// 128 + signal when it was killed. Tests start every process through this.
 pub fn run_command(command: &mut Command) -> Run {
-    use std::os::unix::process::ExitStatusExt;
     use std::process::Stdio;
     command
         .stdin(Stdio::null())
@@ -350,10 +349,7 @@ pub fn run_command(command: &mut Command) -> Run {
     };
     let out = child.wait_with_output().expect("wait for the process");
     Run {
-        code: out
-            .status
-            .code()
-            .unwrap_or_else(|| 128 + out.status.signal().unwrap_or(0)),
+        code: skyhook_core::process::exit_code(&out.status),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }
