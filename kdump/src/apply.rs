@@ -4,10 +4,10 @@
 //! the service enabled. The service is not required to run: it cannot load a crash
 //! kernel before a reboot has reserved the memory.
 
-use skyhook_core::distro::Family;
-use skyhook_core::pkgmgr::{PackageManager, Retry};
+use skyhook_core::host::systemd::Systemd;
+use skyhook_core::os::distro::Family;
+use skyhook_core::os::pkgmgr::{PackageManager, Retry};
 use skyhook_core::records::receipt::InstallReceipt;
-use skyhook_core::systemd::Systemd;
 use skyhook_core::{Checklist, Outcome, Result, Step};
 
 use crate::platform::{DEBCONF_SELECTIONS, Platform};

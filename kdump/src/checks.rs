@@ -4,9 +4,9 @@
 
 use skyhook_core::boot::with_key;
 use skyhook_core::boot::{BootConfig, running_cmdline};
-use skyhook_core::distro::Family;
+use skyhook_core::host::systemd::Systemd;
+use skyhook_core::os::distro::Family;
 use skyhook_core::records::state::StateStore;
-use skyhook_core::systemd::Systemd;
 use skyhook_core::{Checklist, Host, Outcome, Result, Step};
 
 use crate::boot::{Boot, KEY};

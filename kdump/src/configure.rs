@@ -44,7 +44,7 @@ pub fn config(step: &Step) -> Result<Outcome> {
             if restored {
                 log::warn!(
                     "{}",
-                    skyhook_core::interrupt::removed_key_keeps_until_reboot(
+                    skyhook_core::runtime::interrupt::removed_key_keeps_until_reboot(
                         crate::input::CRASHKERNEL_KEY,
                         "this package's crashkernel argument (the memory stays reserved for a crash kernel)"
                     )

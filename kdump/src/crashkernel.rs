@@ -227,7 +227,7 @@ fn memparse(text: &str) -> Result<(u64, &str), String> {
 }
 
 /// A byte count for people (the project's one printer): `256 MiB`, `1.5 GiB`.
-pub use skyhook_core::human::size as human;
+pub use skyhook_core::formats::human::size as human;
 
 #[cfg(test)]
 mod tests {

@@ -3,8 +3,8 @@
 //! syntax, and no more than half of the node's memory) and `kdump.conf` (the service
 //! configuration, deployed verbatim).
 
-use skyhook_core::configmap::ConfigMaps;
-use skyhook_core::distro::Family;
+use skyhook_core::os::distro::Family;
+use skyhook_core::runtime::configmap::ConfigMaps;
 use skyhook_core::{Error, Host, Result};
 
 use crate::crashkernel::{CrashKernel, Form, human};

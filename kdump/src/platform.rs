@@ -3,7 +3,7 @@
 //! the service's configuration file, and whether the kernel understands
 //! `crashkernel=auto`.
 
-use skyhook_core::distro::{Family, OsRelease};
+use skyhook_core::os::distro::{Family, OsRelease};
 use skyhook_core::{Result, Step};
 
 /// The Debian-like GRUB drop-in that kdump-tools ships with its own `crashkernel=`
@@ -99,7 +99,7 @@ impl Platform {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use skyhook_core::distro::fixtures::*;
+    use skyhook_core::os::distro::fixtures::*;
 
     #[test]
     fn names_per_family() {

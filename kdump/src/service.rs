@@ -4,9 +4,9 @@
 //! original kept, put back when the key goes away or on uninstall, and the service
 //! restarted when it runs and its configuration changed.
 
+use skyhook_core::host::systemd::{Applied, Systemd};
 use skyhook_core::records::original::SavedFile;
 use skyhook_core::records::state::StateStore;
-use skyhook_core::systemd::{Applied, Systemd};
 use skyhook_core::{Host, Result};
 
 use crate::platform::Platform;

@@ -19,9 +19,9 @@ use std::path::PathBuf;
 use serde::{Deserialize, Serialize};
 use skyhook_core::boot::BootConfig;
 use skyhook_core::boot::with_key;
-use skyhook_core::pkgmgr::{PackageManager, Retry};
+use skyhook_core::host::systemd::Systemd;
+use skyhook_core::os::pkgmgr::{PackageManager, Retry};
 use skyhook_core::records::json;
-use skyhook_core::systemd::Systemd;
 use skyhook_core::{Checklist, HostError, Outcome, Result, Step};
 
 use crate::apply::KDUMP_UTILS;

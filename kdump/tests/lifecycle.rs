@@ -298,7 +298,7 @@ fn on_rhel_10_the_package_providing_kdump_service_is_installed_and_removed_too()
     let node = node(RHEL);
     node.file(
         "/etc/os-release",
-        skyhook_core::distro::fixtures::RHEL_9
+        skyhook_core::os::distro::fixtures::RHEL_9
             .replace("9.4", "10.0")
             .replace("el9", "el10"),
     );

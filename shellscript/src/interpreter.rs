@@ -115,7 +115,7 @@ fn default(host: &Host, key: &str) -> Result<Interpreter, Missing> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use skyhook_core::command::{Output, RecordingRunner};
+    use skyhook_core::host::command::{Output, RecordingRunner};
     use std::ffi::OsStr;
     use std::io;
 

@@ -20,8 +20,8 @@ use std::path::Path;
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use skyhook_core::command::{SYSTEM_PATH, shell_quote};
-use skyhook_core::process::{exit_code, signal_exit_code, signal_name, signal_of_exit_code};
+use skyhook_core::host::command::{SYSTEM_PATH, shell_quote};
+use skyhook_core::host::process::{exit_code, signal_exit_code, signal_name, signal_of_exit_code};
 use skyhook_core::{Error, Mode, Outcome, Package, Result, Step};
 
 use crate::interpreter::Interpreter;

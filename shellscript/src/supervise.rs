@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Running the script as a supervised child process, with the project's one
-//! supervisor ([`skyhook_core::process`]), set the way this package promises:
+//! supervisor ([`skyhook_core::host::process`]), set the way this package promises:
 //!
 //! - the script's output is the step's own (inherited: it reaches the agent as it
 //!   is written, unbuffered, each stream apart and in order, bytes unchanged);
@@ -13,9 +13,9 @@
 use std::io;
 use std::process::Command;
 
-use skyhook_core::process::{self, Limit, Output, PassOn, Supervision};
+use skyhook_core::host::process::{self, Limit, Output, PassOn, Supervision};
 
-pub use skyhook_core::process::{Ended, Stop};
+pub use skyhook_core::host::process::{Ended, Stop};
 
 use crate::settings::{self, Settings};
 

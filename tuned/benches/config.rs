@@ -6,7 +6,7 @@
 
 use std::time::{Duration, Instant};
 
-use skyhook_core::command::RecordingRunner;
+use skyhook_core::host::command::RecordingRunner;
 use skyhook_core::{ConfigMaps, Host};
 use tuned::layout::{Tuned, TunedVersion};
 use tuned::plan::Request;

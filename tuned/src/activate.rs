@@ -7,8 +7,8 @@
 //! `tuned-adm profile` is not usable there: without the daemon it tries to restart
 //! tuned through `service tuned restart`.
 
-use skyhook_core::command::Cmd;
-use skyhook_core::systemd::Systemd;
+use skyhook_core::host::command::Cmd;
+use skyhook_core::host::systemd::Systemd;
 use skyhook_core::{Error, Host, Result};
 
 use crate::layout::Tuned;

@@ -7,8 +7,8 @@
 //! profile needs its interrupt before it can verify: config-check then only warns
 //! when verify fails; post-interrupt-check always requires it to pass.
 
-use skyhook_core::command::Cmd;
-use skyhook_core::systemd::Systemd;
+use skyhook_core::host::command::Cmd;
+use skyhook_core::host::systemd::Systemd;
 use skyhook_core::{Checklist, Error, Host, Result, Step};
 
 use crate::activate::{self, Active};

@@ -20,8 +20,8 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use skyhook_core::command::Cmd;
-use skyhook_core::pkgmgr::{PackageManager, Retry};
+use skyhook_core::host::command::Cmd;
+use skyhook_core::os::pkgmgr::{PackageManager, Retry};
 use skyhook_core::{Error, Host, Result};
 
 use crate::conf;
@@ -219,7 +219,7 @@ fn version_from_binary(host: &Host) -> std::result::Result<(String, TunedVersion
 }
 
 fn version_from_package(host: &Host) -> Option<(String, TunedVersion)> {
-    let family = skyhook_core::distro::OsRelease::read(host).ok()?.family().ok()?;
+    let family = skyhook_core::os::distro::OsRelease::read(host).ok()?.family().ok()?;
     let pm = PackageManager::detect(host, family, Retry::default()).ok()?;
     let text = pm.installed_version("tuned").ok()??;
     let version = TunedVersion::parse(&text)?;

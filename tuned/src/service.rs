@@ -2,9 +2,9 @@
 //! The tuned package and service: apply/upgrade install and start it, uninstall
 //! stops and removes it, and their checks.
 
-use skyhook_core::pkgmgr::{PackageManager, Retry};
+use skyhook_core::host::systemd::{Applied, Systemd};
+use skyhook_core::os::pkgmgr::{PackageManager, Retry};
 use skyhook_core::records::receipt::InstallReceipt;
-use skyhook_core::systemd::{Applied, Systemd};
 use skyhook_core::{Checklist, Outcome, Result, Step};
 
 use crate::deploy::{self, State};

@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use skyhook_core::distro::fixtures;
+use skyhook_core::os::distro::fixtures;
 use skyhook_testkit::Node;
 
 fn read_link(node: &Node, path: &str) -> String {

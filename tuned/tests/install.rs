@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use skyhook_core::distro::fixtures;
+use skyhook_core::os::distro::fixtures;
 
 #[test]
 fn installs_on_debian_like_hosts_non_interactively_and_starts_the_service() {

@@ -6,7 +6,7 @@
 mod common;
 
 use common::*;
-use skyhook_core::distro::fixtures;
+use skyhook_core::os::distro::fixtures;
 
 #[test]
 fn uninstall_leaves_no_deployed_file_and_keeps_a_hand_made_profile() {

@@ -18,7 +18,7 @@ fn node(keys: usize) -> Node {
     let n = Node::new(env!("CARGO_BIN_EXE_tuning")).named("bench").version("2.0.0");
     n.file(
         "/etc/os-release",
-        skyhook_testkit::skyhook_core::distro::fixtures::UBUNTU_2204,
+        skyhook_testkit::skyhook_core::os::distro::fixtures::UBUNTU_2204,
     );
     n.file(
         "/etc/sysctl.d/10-network-security.conf",

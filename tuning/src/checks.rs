@@ -17,9 +17,9 @@ use std::path::PathBuf;
 
 use skyhook_core::boot::OwnArgs;
 use skyhook_core::boot::{self, contains_in_order};
-use skyhook_core::limits::{self, ProcessLimits, Rlim};
-use skyhook_core::sysctl::{self as ksysctl, Key};
-use skyhook_core::systemd::Systemd;
+use skyhook_core::formats::limits::{self, ProcessLimits, Rlim};
+use skyhook_core::formats::sysctl::{self as ksysctl, Key};
+use skyhook_core::host::systemd::Systemd;
 use skyhook_core::{Checklist, Host, Outcome, Result, Step};
 
 use crate::dropin::DropIn;

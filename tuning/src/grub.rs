@@ -5,7 +5,7 @@
 //! [`boot`](skyhook_core::boot) module, never replacing it.
 
 use skyhook_core::boot::{BootConfig, OwnArgs, check_arg};
-use skyhook_core::error::bad_line;
+use skyhook_core::runtime::error::bad_line;
 use skyhook_core::{Host, Result};
 
 use crate::state::State;
@@ -35,7 +35,7 @@ pub fn parse(text: &str) -> std::result::Result<Vec<String>, Vec<String>> {
 
 /// The host's boot configuration (a host without GRUB is a clear error).
 pub fn boot_config(host: &Host) -> Result<BootConfig> {
-    let family = skyhook_core::distro::OsRelease::read(host)?.family()?;
+    let family = skyhook_core::os::distro::OsRelease::read(host)?.family()?;
     BootConfig::detect(host, family)
 }
 

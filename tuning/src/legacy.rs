@@ -19,7 +19,7 @@
 
 use std::path::{Path, PathBuf};
 
-use skyhook_core::context::PreviousVersion;
+use skyhook_core::runtime::context::PreviousVersion;
 use skyhook_core::{Checklist, Outcome, Result, Step};
 
 use crate::paths::{FileKind, Managed, Paths, SYSTEMD_DIR};

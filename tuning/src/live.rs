@@ -3,8 +3,8 @@
 //! all or nothing (a value the kernel refuses puts back what was set before it),
 //! and putting back the value a parameter had before this package changed it.
 
-use skyhook_core::error::bad_line;
-use skyhook_core::sysctl::{self as ksysctl, Key, WriteError};
+use skyhook_core::formats::sysctl::{self as ksysctl, Key, WriteError};
+use skyhook_core::runtime::error::bad_line;
 use skyhook_core::{Error, Host, Result};
 
 use crate::state::{LiveChange, State};
@@ -117,7 +117,7 @@ mod tests {
     use super::*;
     use crate::sysctl::SysctlConf;
     use skyhook_core::HostError;
-    use skyhook_core::sysctl::Refusal;
+    use skyhook_core::formats::sysctl::Refusal;
 
     fn live() -> Live {
         let conf = SysctlConf::parse("vm.swappiness = 10\nvm.dirty_ratio = lots\n").unwrap();

@@ -17,8 +17,8 @@
 //! Nothing differing means nothing written and nothing run. The end of the log says
 //! which interrupt each change needs.
 
+use skyhook_core::host::systemd::Systemd;
 use skyhook_core::records::state::StateStore;
-use skyhook_core::systemd::Systemd;
 use skyhook_core::{Host, Interrupt, Outcome, Result, Step};
 
 use crate::files::{self, Removed};
@@ -176,7 +176,10 @@ fn report(plan: &Plan<'_>, done: &Done) -> Interrupt {
     if done.grub_changed && done.grub_removed {
         log::warn!(
             "{}",
-            skyhook_core::interrupt::removed_key_keeps_until_reboot(grub::KEY, "this package's kernel arguments")
+            skyhook_core::runtime::interrupt::removed_key_keeps_until_reboot(
+                grub::KEY,
+                "this package's kernel arguments"
+            )
         );
         needs.push(Interrupt::Reboot);
     } else if done.grub_changed {

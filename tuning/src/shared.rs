@@ -13,7 +13,7 @@ use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
-use skyhook_core::pam::{self, Appended, SESSION_FILES};
+use skyhook_core::formats::pam::{self, Appended, SESSION_FILES};
 use skyhook_core::records::footprint::Footprint;
 use skyhook_core::records::state::{Record, StateStore};
 use skyhook_core::{Host, Result};

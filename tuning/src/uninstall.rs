@@ -6,8 +6,8 @@
 //! their files went, and the state is forgotten.
 
 use skyhook_core::boot::{BootConfig, OwnArgs};
+use skyhook_core::host::systemd::Systemd;
 use skyhook_core::records::state::StateStore;
-use skyhook_core::systemd::Systemd;
 use skyhook_core::{Checklist, Host, Interrupt, Outcome, Result, Step};
 
 use crate::paths::{FileKind, Managed, Paths};

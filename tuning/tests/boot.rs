@@ -10,7 +10,7 @@ mod common;
 use common::*;
 use skyhook_testkit::Node;
 use skyhook_testkit::boot_tools::{GRUBBY, bls_entry, bls_options};
-use skyhook_testkit::skyhook_core::distro::fixtures::ROCKY_9;
+use skyhook_testkit::skyhook_core::os::distro::fixtures::ROCKY_9;
 
 const ENTRIES: &str = "/boot/loader/entries";
 const KERNELS: [(&str, &str); 3] = [

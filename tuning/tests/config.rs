@@ -410,7 +410,7 @@ fn rhel_hosts_get_kernel_arguments_through_grubby() {
     let n = node();
     n.file(
         "/etc/os-release",
-        skyhook_testkit::skyhook_core::distro::fixtures::ROCKY_9,
+        skyhook_testkit::skyhook_core::os::distro::fixtures::ROCKY_9,
     );
     n.remove_stand_in("update-grub");
     // grubby over a BLS entry, as the real one (the test kit's stateful stand-in).

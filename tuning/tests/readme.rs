@@ -8,7 +8,7 @@ mod common;
 
 use common::*;
 use skyhook_testkit::skyhook_core::Interrupt;
-use skyhook_testkit::skyhook_core::limits::show;
+use skyhook_testkit::skyhook_core::formats::limits::show;
 
 /// One package entry of an SCR example.
 #[derive(Debug)]

@@ -1,47 +1,38 @@
 // SPDX-License-Identifier: Apache-2.0
 //! skyhook-core: everything a Skyhook package stands on, so that a package crate only
-//! states its own policy.
+//! states its own policy. One folder per concern (see DESIGN.md):
 //!
-//! One module per concern (see DESIGN.md): [`mode`] and [`context`] describe the step
-//! the agent is running, [`configmap`] its input, [`host`] the machine being changed
-//! (files under a root, never through a symbolic link: [`nofollow`]; external commands
-//! through a [`command::Runner`]), [`systemd`],
-//! [`distro`], [`pkgmgr`] and [`boot`] shared host operations, [`interrupt`] what a
-//! change needs from the operator, [`records`] what a package deployed and changed
-//! (state, footprint, saved originals, install receipt), [`config`] the
-//! config.json model and its validation, and [`run`] the entry point that ties them
-//! together and turns the result into an exit code.
+//! - [`runtime`]: the step the agent is running: its [`mode`](runtime::mode),
+//!   [`context`](runtime::context) (environment), [`configmap`](runtime::configmap)
+//!   (input), [`node_metadata`](runtime::node_metadata), errors and their exit codes,
+//!   checks, interrupts, versions, and [`run`](runtime::run), the entry point that
+//!   turns a package's result into a bounded report and an exit code.
+//! - [`host`]: the machine being changed: files under a root, never through a
+//!   symbolic link ([`nofollow`](host::nofollow)); external commands through a
+//!   [`Runner`](host::command::Runner); systemd; [`process`](host::process)
+//!   supervision.
+//! - [`records`]: what a package deployed and changed (state, footprint, saved
+//!   originals, install receipt), kept outside the copy dir.
+//! - [`os`]: the distribution family and its package manager.
+//! - [`boot`]: kernel arguments, one model for every package.
+//! - [`formats`]: sysctl.d, limits, unit files, PAM stacks, sizes for people.
+//! - [`config`]: the config.json model and its validation (feature `config`: the
+//!   developer tool and the test kit; never in node binaries).
 
 pub mod boot;
-pub mod check;
-pub mod command;
+#[cfg(feature = "config")]
 pub mod config;
-pub mod configmap;
-pub mod context;
-pub mod distro;
-pub mod error;
+pub mod formats;
 pub mod host;
-pub mod human;
-pub mod interrupt;
-pub mod limits;
-pub mod mode;
-pub mod node_metadata;
-pub mod nofollow;
-pub mod pam;
-pub mod pkgmgr;
-pub mod process;
+pub mod os;
 pub mod records;
-pub mod run;
-pub mod semver;
-pub mod sysctl;
-pub mod systemd;
-pub mod unitfile;
+pub mod runtime;
 
-pub use check::Checklist;
-pub use configmap::ConfigMaps;
-pub use context::Context;
-pub use error::{Error, HostError, Result};
 pub use host::Host;
-pub use interrupt::Interrupt;
-pub use mode::Mode;
-pub use run::{Outcome, Package, Step};
+pub use runtime::check::Checklist;
+pub use runtime::configmap::ConfigMaps;
+pub use runtime::context::Context;
+pub use runtime::error::{Error, HostError, Result};
+pub use runtime::interrupt::Interrupt;
+pub use runtime::mode::Mode;
+pub use runtime::run::{Outcome, Package, Step};

@@ -12,7 +12,7 @@ use std::time::{Duration, Instant};
 use nix::libc;
 use nix::sys::signal::{Signal, kill};
 use nix::unistd::Pid;
-use skyhook_core::process::{self, Limit, Output, PassOn, Stop, Stream, Supervision};
+use skyhook_core::host::process::{self, Limit, Output, PassOn, Stop, Stream, Supervision};
 
 /// The supervisor reaps every child of this process: one run at a time.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());

@@ -21,9 +21,9 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 use skyhook_core::Mode;
 use skyhook_core::config::{PackageConfig, StepConfig};
-use skyhook_core::interrupt::Interrupt;
-use skyhook_core::node_metadata::{self, NodeMetadata};
-use skyhook_core::process::{self, Limit, Output, PassOn, Stream, Supervision};
+use skyhook_core::host::process::{self, Limit, Output, PassOn, Stream, Supervision};
+use skyhook_core::runtime::interrupt::Interrupt;
+use skyhook_core::runtime::node_metadata::{self, NodeMetadata};
 
 use crate::dist::copy_tree;
 use crate::error::ToolError;

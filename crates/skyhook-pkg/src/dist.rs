@@ -173,7 +173,7 @@ pub fn table(rows: &[Assembled]) -> String {
             "{:<12} {:<10} {:>10} {:<8} {:<8} {}\n",
             r.name,
             r.version,
-            skyhook_core::human::size(r.size),
+            skyhook_core::formats::human::size(r.size),
             r.elf.arch,
             if r.elf.is_static { "yes" } else { "NO" },
             r.modes.join(", ")

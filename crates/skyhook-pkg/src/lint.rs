@@ -18,7 +18,7 @@ use std::path::PathBuf;
 
 use kdump::input::KDUMP_CONF_KEY;
 use serde_json::{Value, json};
-use skyhook_core::interrupt::Interrupt;
+use skyhook_core::runtime::interrupt::Interrupt;
 use skyhook_core::{ConfigMaps, Error};
 
 use crate::error::ToolError;

@@ -78,7 +78,7 @@ pub fn size_table(package: &str, binaries: &[Binary]) -> String {
         s.push_str(&format!(
             "| {} | {} | {} | {} |\n",
             b.platform,
-            skyhook_core::human::size(b.size),
+            skyhook_core::formats::human::size(b.size),
             b.size,
             if b.is_static { "yes" } else { "NO" }
         ));
@@ -178,7 +178,7 @@ mod tests {
         assert!(
             n.contains(&format!(
                 "| {platform} | {} | {size} | NO |",
-                skyhook_core::human::size(size)
+                skyhook_core::formats::human::size(size)
             )),
             "{n}"
         );

@@ -14,7 +14,7 @@
 use std::fs;
 use std::path::Path;
 
-use skyhook_core::semver::Version;
+use skyhook_core::runtime::semver::Version;
 
 use crate::{notes, workspace};
 

@@ -14,8 +14,8 @@ use std::path::{Path, PathBuf};
 use std::time::SystemTime;
 
 use skyhook_core::Mode;
-use skyhook_core::interrupt::Interrupt;
-use skyhook_core::node_metadata::{NodeMetadata, ScrPackage};
+use skyhook_core::runtime::interrupt::Interrupt;
+use skyhook_core::runtime::node_metadata::{NodeMetadata, ScrPackage};
 
 use crate::agent::{self, Agent, Deployment, PackageTree, Status, StepReport};
 use crate::error::ToolError;
@@ -101,7 +101,7 @@ pub fn configmaps(args: &[String], dir: Option<&Path>) -> Result<BTreeMap<String
         let (key, value) = arg
             .split_once('=')
             .ok_or_else(|| ToolError::usage(format!("--configmap {arg:?}: expected KEY=VALUE or KEY=@FILE")))?;
-        if !skyhook_core::configmap::is_valid_key(key) {
+        if !skyhook_core::runtime::configmap::is_valid_key(key) {
             return Err(ToolError::usage(format!(
                 "--configmap {arg:?}: {key:?} is not a valid configMap key ([-._a-zA-Z0-9]+)"
             )));

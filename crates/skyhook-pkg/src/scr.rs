@@ -11,7 +11,7 @@ use std::path::{Path, PathBuf};
 
 use serde::Deserialize;
 use serde_json::Value;
-use skyhook_core::interrupt::Interrupt;
+use skyhook_core::runtime::interrupt::Interrupt;
 
 use crate::error::ToolError;
 

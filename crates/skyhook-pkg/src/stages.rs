@@ -17,8 +17,8 @@ use std::collections::BTreeMap;
 
 use skyhook_core::Mode;
 use skyhook_core::config::PackageConfig;
-use skyhook_core::interrupt::Interrupt;
-use skyhook_core::semver::Version;
+use skyhook_core::runtime::interrupt::Interrupt;
+use skyhook_core::runtime::semver::Version;
 
 use crate::error::ToolError;
 use crate::scr::key_matches;

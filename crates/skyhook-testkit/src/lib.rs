@@ -349,7 +349,7 @@ pub fn run_command(command: &mut Command) -> Run {
     };
     let out = child.wait_with_output().expect("wait for the process");
     Run {
-        code: skyhook_core::process::exit_code(&out.status),
+        code: skyhook_core::host::process::exit_code(&out.status),
         stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
         stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
     }

@@ -10,7 +10,7 @@
 
 use std::path::Path;
 
-use skyhook_core::distro::fixtures;
+use skyhook_core::os::distro::fixtures;
 pub use skyhook_testkit::boot_tools::bls_options;
 use skyhook_testkit::boot_tools::{GRUB2_MKCONFIG, GRUBBY};
 use skyhook_testkit::{Manager, Node, Package, Tree};

@@ -5,7 +5,7 @@
 //! profile), so tests can follow a node through apply, config, checks and uninstall.
 #![allow(dead_code)]
 
-use skyhook_core::distro::fixtures;
+use skyhook_core::os::distro::fixtures;
 use skyhook_testkit::{Manager, Node, Package};
 
 /// The package binary under test.

@@ -63,7 +63,7 @@ pub fn node() -> Node {
     let n = Node::new(env!("CARGO_BIN_EXE_tuning")).named(NAME).version("2.0.0");
     n.file(
         "/etc/os-release",
-        skyhook_testkit::skyhook_core::distro::fixtures::UBUNTU_2204,
+        skyhook_testkit::skyhook_core::os::distro::fixtures::UBUNTU_2204,
     );
     for (k, v) in PROC_SYS {
         n.file(&format!("/proc/sys/{k}"), format!("{v}\n"));

@@ -15,10 +15,10 @@ use serde::{Deserialize, Serialize};
 
 use super::cmdline::split_cmdline;
 use super::grubby;
-use crate::command::Cmd;
-use crate::distro::Family;
-use crate::error::{Error, Result};
 use crate::host::Host;
+use crate::host::command::Cmd;
+use crate::os::distro::Family;
+use crate::runtime::error::{Error, Result};
 
 pub use super::defaults::DROP_IN_DIR;
 
@@ -230,7 +230,7 @@ fn is_chaining_stub(text: &str) -> bool {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::{Output, RecordingRunner};
+    use crate::host::command::{Output, RecordingRunner};
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()

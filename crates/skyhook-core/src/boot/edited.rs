@@ -7,9 +7,9 @@
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
 use crate::host::Host;
 use crate::records::original::SavedFile;
+use crate::runtime::error::Result;
 
 /// File content kept in a record: text when UTF-8 (readable in `state.json`), else base64.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -81,7 +81,7 @@ pub fn undo_edit(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::RecordingRunner;
+    use crate::host::command::RecordingRunner;
 
     #[test]
     fn undoes_exactly_while_untouched_and_edits_when_someone_changed_the_file() {

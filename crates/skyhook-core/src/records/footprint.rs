@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::HostError;
 use crate::host::Host;
+use crate::runtime::error::HostError;
 
 /// Files written and directories created by a package.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -89,7 +89,7 @@ impl Footprint {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::RecordingRunner;
+    use crate::host::command::RecordingRunner;
 
     #[test]
     fn removes_files_and_only_the_directories_it_created() {

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
-use crate::error::{Error, Result};
 use crate::host::Host;
+use crate::runtime::error::{Error, Result};
 
 /// A file as it was before a package changed it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
@@ -99,7 +99,7 @@ impl SavedFile {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::RecordingRunner;
+    use crate::host::command::RecordingRunner;
 
     #[test]
     fn restores_text_binary_and_absent_files_exactly() {

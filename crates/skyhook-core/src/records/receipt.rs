@@ -10,8 +10,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::Result;
-use crate::pkgmgr::PackageManager;
+use crate::os::pkgmgr::PackageManager;
+use crate::runtime::error::Result;
 
 /// What an apply found and added.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -75,10 +75,10 @@ impl InstallReceipt {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::{Cmd, Output, RecordingRunner};
-    use crate::distro::Family;
     use crate::host::Host;
-    use crate::pkgmgr::Retry;
+    use crate::host::command::{Cmd, Output, RecordingRunner};
+    use crate::os::distro::Family;
+    use crate::os::pkgmgr::Retry;
     use std::sync::{Arc, Mutex};
     use std::time::Duration;
 

@@ -13,9 +13,9 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::error::Result;
 use crate::host::Host;
 use crate::records::json;
+use crate::runtime::error::Result;
 
 /// The directory under which every package keeps its state.
 pub const STATE_ROOT: &str = "/var/lib/skyhook-packages";
@@ -104,7 +104,7 @@ impl<'h> StateStore<'h> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::RecordingRunner;
+    use crate::host::command::RecordingRunner;
     use serde::Deserialize;
 
     #[derive(Debug, Default, PartialEq, Serialize, Deserialize)]

@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::error::{Error, Result};
 use crate::host::Host;
+use crate::runtime::error::{Error, Result};
 
 /// One limit value: `None` is unlimited.
 pub type Rlim = Option<u64>;

@@ -2,10 +2,10 @@
 //! The machine being changed. Every path a package touches is resolved under the
 //! host root (`/` on a node, a scratch directory in tests and offline use), every
 //! write is atomic, and every external command goes through the host's
-//! [`Runner`](crate::command::Runner).
+//! [`Runner`](crate::host::command::Runner).
 //!
 //! File operations never follow a symbolic link below the root and never leave a
-//! temporary file (see [`crate::nofollow`]).
+//! temporary file (see [`crate::host::nofollow`]).
 //!
 //! Environment, read only by builds with the `test-hooks` feature (the test kit
 //! enables it; `skyhook-pkg dist` binaries are built without it and ignore both):
@@ -13,15 +13,20 @@
 //! - `SKYHOOK_HOST_COMMANDS`: a directory of stand-in programs (see
 //!   [`StandInRunner`]). Without it, a host root other than `/` runs no commands.
 
+pub mod command;
+pub mod nofollow;
+pub mod process;
+pub mod systemd;
+
 use std::ffi::OsStr;
 use std::fs;
 use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
-use crate::command::{Cmd, Output, RefusingRunner, Runner, StandInRunner, SystemRunner};
-use crate::error::{HostError, Result};
-use crate::nofollow::{Dir, Missing};
+use crate::host::command::{Cmd, Output, RefusingRunner, Runner, StandInRunner, SystemRunner};
+use crate::host::nofollow::{Dir, Missing};
+use crate::runtime::error::{HostError, Result};
 
 /// The host: a root directory and a command runner.
 pub struct Host {
@@ -167,7 +172,7 @@ impl Host {
     /// Makes `path` hold `content` with permission bits `mode`, atomically (exclusive
     /// temporary in the same directory, fsync, rename), creating parent directories
     /// (0755). Refuses a path that is, or lies under, a symbolic link (see
-    /// [`crate::nofollow`]); removes stale temporaries of `path` first. Does nothing
+    /// [`crate::host::nofollow`]); removes stale temporaries of `path` first. Does nothing
     /// when the file already matches; returns whether it wrote.
     pub fn write(&self, path: impl AsRef<Path>, content: &[u8], mode: u32) -> Result<bool, HostError> {
         let path = path.as_ref();
@@ -369,7 +374,7 @@ pub fn write_atomic(path: &Path, content: &[u8], mode: u32) -> io::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::RecordingRunner;
+    use crate::host::command::RecordingRunner;
 
     fn scratch() -> (tempfile::TempDir, Host) {
         let d = tempfile::tempdir().unwrap();

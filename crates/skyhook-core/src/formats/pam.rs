@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::error::HostError;
 use crate::host::Host;
+use crate::runtime::error::HostError;
 
 /// The files that login, ssh, cron and systemd user sessions include, on both families.
 pub const SESSION_FILES: [&str; 4] = [
@@ -125,7 +125,7 @@ pub fn find(haystack: &[u8], needle: &[u8]) -> Option<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::RecordingRunner;
+    use crate::host::command::RecordingRunner;
 
     const DEBIAN: &str = "session\t[default=1]\t\t\tpam_permit.so\nsession\trequisite\t\t\tpam_deny.so\nsession\trequired\tpam_unix.so\n";
 

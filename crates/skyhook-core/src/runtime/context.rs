@@ -8,9 +8,9 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::error::{Error, Result, excerpt};
-use crate::mode::Mode;
-use crate::semver::Version;
+use crate::runtime::error::{Error, Result, excerpt};
+use crate::runtime::mode::Mode;
+use crate::runtime::semver::Version;
 
 /// The step's view of the agent's environment.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -36,9 +36,9 @@ use nix::sys::signal::{self, SigmaskHow, Signal};
 
 pub use relay::{Sink, Stream};
 
-use crate::process::relay::Relay;
-use crate::process::signals::SignalGuard;
-use crate::process::watch::Watch;
+use crate::host::process::relay::Relay;
+use crate::host::process::signals::SignalGuard;
+use crate::host::process::watch::Watch;
 
 /// How long the relays may still take to see their pipes' end once the whole tree
 /// is gone (only a process outside the tree can hold them longer).

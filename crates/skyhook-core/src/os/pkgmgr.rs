@@ -19,10 +19,10 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
-use crate::command::{Cmd, Output};
-use crate::distro::Family;
-use crate::error::{Error, HostError, Result};
 use crate::host::Host;
+use crate::host::command::{Cmd, Output};
+use crate::os::distro::Family;
+use crate::runtime::error::{Error, HostError, Result};
 
 /// Which package manager runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -467,7 +467,7 @@ fn apt<const N: usize>(args: [&str; N]) -> Cmd {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::RecordingRunner;
+    use crate::host::command::RecordingRunner;
     use std::sync::Arc;
     use std::sync::atomic::{AtomicU32, Ordering};
 

@@ -18,7 +18,7 @@ use std::path::Path;
 
 use serde_json::{Map, Value, json};
 
-use crate::interrupt::Interrupt;
+use crate::runtime::interrupt::Interrupt;
 
 /// The directory under `${SKYHOOK_DIR}` holding the node metadata.
 pub const DIR: &str = "node-metadata";

@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::error::{Error, Result};
 use crate::host::Host;
+use crate::runtime::error::{Error, Result};
 
 /// A family of distributions that share tools and file locations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -225,7 +225,7 @@ mod tests {
     #[test]
     fn reads_usr_lib_os_release_when_etc_has_none() {
         let d = tempfile::tempdir().unwrap();
-        let h = Host::new(d.path(), crate::command::RecordingRunner::succeeding());
+        let h = Host::new(d.path(), crate::host::command::RecordingRunner::succeeding());
         assert!(OsRelease::read(&h).unwrap_err().to_string().contains("/etc/os-release"));
         h.write("/usr/lib/os-release", DEBIAN_12.as_bytes(), 0o644).unwrap();
         assert_eq!(OsRelease::read(&h).unwrap().family().unwrap(), Family::Debian);

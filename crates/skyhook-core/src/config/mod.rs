@@ -14,9 +14,9 @@ use std::path::Path;
 
 use serde::{Deserialize, Serialize};
 
-use crate::command::is_executable;
-use crate::mode::Mode;
-use crate::semver::Version;
+use crate::host::command::is_executable;
+use crate::runtime::mode::Mode;
+use crate::runtime::semver::Version;
 
 /// A package's config.json.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -5,9 +5,9 @@
 //! questions about live state answer "unknown", while enabling and disabling (which
 //! only change files) still happen.
 
-use crate::command::Cmd;
-use crate::error::{HostError, Result};
 use crate::host::Host;
+use crate::host::command::Cmd;
+use crate::runtime::error::{HostError, Result};
 
 /// systemd operations on one host.
 pub struct Systemd<'h> {
@@ -35,7 +35,7 @@ impl<'h> Systemd<'h> {
         self.host.exists("/run/systemd/system")
     }
 
-    fn systemctl(&self, args: &[&str]) -> Result<crate::command::Output, HostError> {
+    fn systemctl(&self, args: &[&str]) -> Result<crate::host::command::Output, HostError> {
         self.host.run(&Cmd::new("systemctl").args(args.iter().copied()))
     }
 
@@ -122,7 +122,7 @@ impl<'h> Systemd<'h> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::{Output, RecordingRunner};
+    use crate::host::command::{Output, RecordingRunner};
 
     fn host(running: bool, answer: impl Fn(&Cmd) -> Output + Send + Sync + 'static) -> (tempfile::TempDir, Host) {
         let d = tempfile::tempdir().unwrap();

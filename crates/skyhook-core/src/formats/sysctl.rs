@@ -16,8 +16,8 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use crate::error::HostError;
 use crate::host::Host;
+use crate::runtime::error::HostError;
 
 /// Where the kernel exposes its parameters.
 pub const PROC_SYS: &str = "/proc/sys";
@@ -405,11 +405,11 @@ pub enum WriteError {
     Host(#[from] HostError),
 }
 
-impl From<WriteError> for crate::error::Error {
+impl From<WriteError> for crate::runtime::error::Error {
     fn from(e: WriteError) -> Self {
         match e {
             WriteError::Host(h) => h.into(),
-            refused => crate::error::Error::action(refused.to_string()),
+            refused => crate::runtime::error::Error::action(refused.to_string()),
         }
     }
 }
@@ -523,7 +523,7 @@ pub fn overrides(host: &Host, ours: &Path, wanted: &HashMap<Key, String>) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::command::RecordingRunner;
+    use crate::host::command::RecordingRunner;
 
     fn k(s: &str) -> Key {
         Key::parse(s).unwrap()

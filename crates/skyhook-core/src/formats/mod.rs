@@ -1,0 +1,8 @@
+// SPDX-License-Identifier: Apache-2.0
+//! File formats the packages write and read: sysctl.d, limits, systemd unit files, PAM stacks, and sizes for people.
+
+pub mod human;
+pub mod limits;
+pub mod pam;
+pub mod sysctl;
+pub mod unitfile;
