@@ -76,6 +76,9 @@ pub fn cargo_for(root: &Path, subcommand: &str, target: &str) -> Result<Command,
     if let Some(rustc) = &rust.rustc {
         cmd.env("RUSTC", rustc);
     }
+    if let Some(rustdoc) = &rust.rustdoc {
+        cmd.env("RUSTDOC", rustdoc);
+    }
     cmd.current_dir(root)
         .args([subcommand, "--target", target])
         .env(

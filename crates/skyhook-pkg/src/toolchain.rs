@@ -21,6 +21,8 @@ pub struct Rust {
     pub cargo: PathBuf,
     /// The rustc it must use (`RUSTC`); `None` leaves cargo's own choice.
     pub rustc: Option<PathBuf>,
+    /// The rustdoc of the same release (`RUSTDOC`, for doctests); `None` likewise.
+    pub rustdoc: Option<PathBuf>,
 }
 
 impl Rust {
@@ -29,15 +31,18 @@ impl Rust {
         Rust {
             cargo: std::env::var_os("CARGO").map_or_else(|| "cargo".into(), PathBuf::from),
             rustc: std::env::var_os("RUSTC").map(PathBuf::from),
+            rustdoc: std::env::var_os("RUSTDOC").map(PathBuf::from),
         }
     }
 
-    /// The cross toolchain in `$SKYHOOK_CROSS_RUST` (default [`DEFAULT_CROSS_RUST`]).
+    /// The cross toolchain in `$SKYHOOK_CROSS_RUST` (default [`DEFAULT_CROSS_RUST`]):
+    /// its `cargo`, `rustc` and `rustdoc`.
     pub fn cross_toolchain() -> Rust {
         let dir = std::env::var_os("SKYHOOK_CROSS_RUST").map_or_else(|| DEFAULT_CROSS_RUST.into(), PathBuf::from);
         Rust {
             cargo: dir.join("cargo"),
             rustc: Some(dir.join("rustc")),
+            rustdoc: Some(dir.join("rustdoc")),
         }
     }
 
