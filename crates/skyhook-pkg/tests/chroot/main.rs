@@ -327,4 +327,19 @@ pub const APT_FOOTPRINT: &[&str] = &[
     // dpkg-statoverride gives its rules directory (kept after the override is gone).
     "etc/xml",
     "usr/share/polkit-1/rules.d",
+    // ucf's rotated backups of its own registry, written on every (un)registration of a
+    // conffile (kdump-tools's, where grub-efi-arm64 brought ucf first); the registry and
+    // hash file themselves are compared and come back.
+    "var/lib/ucf/hashfile.0",
+    "var/lib/ucf/hashfile.1",
+    "var/lib/ucf/hashfile.2",
+    "var/lib/ucf/hashfile.3",
+    "var/lib/ucf/hashfile.4",
+    "var/lib/ucf/hashfile.5",
+    "var/lib/ucf/registry.0",
+    "var/lib/ucf/registry.1",
+    "var/lib/ucf/registry.2",
+    "var/lib/ucf/registry.3",
+    "var/lib/ucf/registry.4",
+    "var/lib/ucf/registry.5",
 ];
