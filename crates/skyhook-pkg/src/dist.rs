@@ -17,15 +17,18 @@
 //!
 //! Cross-compiling (a target of another architecture than this machine's) uses the
 //! cross linker [`platform::cross_toolchain`] names, unless the caller set cargo's
-//! `CARGO_TARGET_<TRIPLE>_LINKER` itself; and every binary must be of the target's
-//! architecture, or the run fails.
+//! `CARGO_TARGET_<TRIPLE>_LINKER` itself, and the compiler [`toolchain::for_target`]
+//! picks; every binary must be of the target's architecture, or the run fails.
+//!
+//! `--target all` builds every published platform ([`platform::published_triples`]),
+//! each into `<out>/<triple>/<package>/`, with one table for all.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use crate::{elf, platform, validate, workspace};
+use crate::{elf, platform, toolchain, validate, workspace};
 
 /// One assembled package, for the summary table.
 #[derive(Debug, Clone)]
@@ -63,20 +66,26 @@ pub fn static_rustflags(existing: Option<&str>) -> String {
     flags.join("\x1f")
 }
 
-/// Builds the release binaries of `packages` for `target`; returns the directory
-/// holding them.
-pub fn build(root: &Path, packages: &[String], target: &str) -> Result<PathBuf, String> {
-    let mut cmd = Command::new(std::env::var("CARGO").unwrap_or_else(|_| "cargo".into()));
+/// A `cargo <subcommand> --target <target>` as dist runs it, in `root`: the
+/// toolchain that has the target's standard library ([`toolchain::for_target`]), the
+/// cross linker when the target is of another architecture, and `+crt-static`.
+/// Also how `skyhook-pkg test` runs the tests for another architecture.
+pub fn cargo_for(root: &Path, subcommand: &str, target: &str) -> Result<Command, String> {
+    let rust = toolchain::for_target(target)?;
+    let mut cmd = Command::new(&rust.cargo);
+    if let Some(rustc) = &rust.rustc {
+        cmd.env("RUSTC", rustc);
+    }
+    if let Some(rustdoc) = &rust.rustdoc {
+        cmd.env("RUSTDOC", rustdoc);
+    }
     cmd.current_dir(root)
-        .args(["build", "--release", "--target", target])
+        .args([subcommand, "--target", target])
         .env(
             "CARGO_ENCODED_RUSTFLAGS",
             static_rustflags(std::env::var("RUSTFLAGS").ok().as_deref()),
         )
         .env_remove("RUSTFLAGS");
-    for p in packages {
-        cmd.args(["-p", p]);
-    }
     let host = host_triple()?;
     if let Some(cross) = platform::cross_toolchain(platform::triple_arch(&host), target) {
         let var = platform::linker_env_var(target);
@@ -85,7 +94,23 @@ pub fn build(root: &Path, packages: &[String], target: &str) -> Result<PathBuf, 
             cmd.env(var, &cross.linker);
         }
     }
-    eprintln!("building {} for {target} (static)", packages.join(", "));
+    eprintln!(
+        "cargo {subcommand} for {target} (static) with {} ({})",
+        rust.cargo.display(),
+        rust.version()
+    );
+    Ok(cmd)
+}
+
+/// Builds the release binaries of `packages` for `target`; returns the directory
+/// holding them.
+pub fn build(root: &Path, packages: &[String], target: &str) -> Result<PathBuf, String> {
+    let mut cmd = cargo_for(root, "build", target)?;
+    cmd.arg("--release");
+    for p in packages {
+        cmd.args(["-p", p]);
+    }
+    eprintln!("building {} for {target}", packages.join(", "));
     let status = cmd.status().map_err(|e| format!("cannot run cargo: {e}"))?;
     if !status.success() {
         return Err(format!("cargo build failed ({status})"));
@@ -206,8 +231,50 @@ pub fn nss_problem(binary: &[u8]) -> Option<String> {
     })
 }
 
-/// `skyhook-pkg dist [packages] [--target] [--out]`: true when every tree is valid
-/// and every binary static.
+/// The targets `--target` names: this machine's when absent, every published
+/// platform's for `all`, else the one triple given.
+pub fn targets(spec: Option<&str>) -> Result<Vec<String>, String> {
+    Ok(match spec {
+        None => vec![host_triple()?],
+        Some("all") => platform::published_triples(),
+        Some(t) => vec![t.to_string()],
+    })
+}
+
+/// Where the trees of `target` go: `out` itself for a single target, `out/<triple>`
+/// when several are built at once.
+pub fn target_out(out: &Path, target: &str, several: bool) -> PathBuf {
+    if several { out.join(target) } else { out.to_path_buf() }
+}
+
+/// Builds and assembles `selected` for `target` into `out`, checking every tree.
+fn dist_target(root: &Path, selected: &[String], target: &str, out: &Path) -> Result<Vec<Assembled>, String> {
+    let bin_dir = build(root, selected, target)?;
+    let mut rows = Vec::new();
+    for name in selected {
+        let tree = out.join(name);
+        assemble(&root.join(name), &bin_dir.join(name), &tree, name)?;
+        let mut row = describe(&tree, name)?;
+        let crate_version = workspace::crate_version(&root.join(name));
+        if crate_version.as_deref() != Some(row.version.as_str()) {
+            println!(
+                "FAIL  {name}: config.json version {} differs from Cargo.toml's {crate_version:?}",
+                row.version
+            );
+            row.valid = false;
+        }
+        let binary = fs::read(tree.join("skyhook_dir").join(name)).map_err(|e| format!("{name}: {e}"))?;
+        for problem in arch_mismatch(&row.elf, target).into_iter().chain(nss_problem(&binary)) {
+            println!("FAIL  {name} ({target}): {problem}");
+            row.valid = false;
+        }
+        rows.push(row);
+    }
+    Ok(rows)
+}
+
+/// `skyhook-pkg dist [packages] [--target TRIPLE|all] [--out]`: true when every tree
+/// is valid and every binary static and of its target's architecture.
 pub fn run(packages: &[String], target: Option<&str>, out: Option<&Path>) -> Result<bool, String> {
     let root = workspace::root();
     let known = workspace::packages(&root);
@@ -222,31 +289,16 @@ pub fn run(packages: &[String], target: Option<&str>, out: Option<&Path>) -> Res
             known.join(", ")
         ));
     }
-    let target = match target {
-        Some(t) => t.to_string(),
-        None => host_triple()?,
-    };
-    let bin_dir = build(&root, &selected, &target)?;
+    let targets = targets(target)?;
     let out = out.map(Path::to_path_buf).unwrap_or_else(|| root.join("dist"));
     let mut rows = Vec::new();
-    for name in &selected {
-        let tree = out.join(name);
-        assemble(&root.join(name), &bin_dir.join(name), &tree, name)?;
-        let mut row = describe(&tree, name)?;
-        let crate_version = workspace::crate_version(&root.join(name));
-        if crate_version.as_deref() != Some(row.version.as_str()) {
-            println!(
-                "FAIL  {name}: config.json version {} differs from Cargo.toml's {crate_version:?}",
-                row.version
-            );
-            row.valid = false;
-        }
-        let binary = fs::read(tree.join("skyhook_dir").join(name)).map_err(|e| format!("{name}: {e}"))?;
-        for problem in arch_mismatch(&row.elf, &target).into_iter().chain(nss_problem(&binary)) {
-            println!("FAIL  {name}: {problem}");
-            row.valid = false;
-        }
-        rows.push(row);
+    for t in &targets {
+        rows.extend(dist_target(
+            &root,
+            &selected,
+            t,
+            &target_out(&out, t, targets.len() > 1),
+        )?);
     }
     print!("\n{}", table(&rows));
     let ok = rows.iter().all(|r| r.valid && r.elf.is_static);
@@ -292,6 +344,25 @@ mod tests {
         assert_eq!(nss_problem(b"\x7fELF...gconv...dlopen"), None);
         let e = nss_problem(b"\x7fELF.../etc/nsswitch.conf\0...").unwrap();
         assert!(e.contains("NSS") && e.contains("/etc/passwd"), "{e}");
+    }
+
+    #[test]
+    fn all_builds_every_published_platform_each_in_its_own_directory() {
+        assert_eq!(
+            targets(Some("all")).unwrap(),
+            ["x86_64-unknown-linux-gnu", "aarch64-unknown-linux-gnu"]
+        );
+        assert_eq!(targets(None).unwrap(), [host_triple().unwrap()]);
+        assert_eq!(
+            targets(Some("aarch64-unknown-linux-gnu")).unwrap(),
+            ["aarch64-unknown-linux-gnu"]
+        );
+        let out = Path::new("/o");
+        assert_eq!(target_out(out, "aarch64-unknown-linux-gnu", false), Path::new("/o"));
+        assert_eq!(
+            target_out(out, "aarch64-unknown-linux-gnu", true),
+            Path::new("/o/aarch64-unknown-linux-gnu")
+        );
     }
 
     #[test]

@@ -5,8 +5,8 @@
 //! the files that differ from the template (exit 1), as the tests do.
 //!
 //! [`lint`] states what every package Dockerfile must hold, checked without docker:
-//! pinned base images, the OCI labels, the cross-compiling build stage that runs
-//! `skyhook-pkg dist`, and the copy of exactly the package tree to `/skyhook-package`.
+//! pinned base images, the OCI labels, the cross-compiling build stage that installs
+//! the cross toolchain with `ci/setup-toolchain --build` and runs `skyhook-pkg dist`, and the copy of exactly the package tree to `/skyhook-package`.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -120,6 +120,7 @@ pub fn lint(text: &str, package: &str) -> Vec<String> {
     let has = |keyword: &str, pred: &dyn Fn(&str) -> bool| ins.iter().any(|(kw, args)| kw == keyword && pred(args));
     let package_arg = format!("PACKAGE={package}");
     let dist_run = "skyhook-pkg dist \"$PACKAGE\" --target \"$TRIPLE\"";
+    let setup_run = "ci/setup-toolchain --build";
     for (present, problem) in [
         (
             has("FROM", &|a| a.starts_with("--platform=$BUILDPLATFORM")),
@@ -132,6 +133,10 @@ pub fn lint(text: &str, package: &str) -> Vec<String> {
         (
             has("RUN", &|a| a.contains(dist_run)),
             format!("no RUN of `{dist_run}`: the tree is not checked"),
+        ),
+        (
+            has("RUN", &|a| a.contains(setup_run)),
+            format!("no RUN of `{setup_run}`: the cross build does not use the developers' toolchain"),
         ),
     ] {
         if !present {
@@ -238,9 +243,9 @@ mod tests {
         for (from, to) in [
             ("busybox:1.37.0-musl", "busybox"),
             ("busybox:1.37.0-musl", "busybox:latest"),
-            ("rust:1.95.0-slim-trixie", "rust"),
-            ("rust:1.95.0-slim-trixie", "docker.io/library/rust:latest"),
-            ("rust:1.95.0-slim-trixie", "localhost:5000/rust"),
+            ("rust:1.95.0-slim-bookworm", "rust"),
+            ("rust:1.95.0-slim-bookworm", "docker.io/library/rust:latest"),
+            ("rust:1.95.0-slim-bookworm", "localhost:5000/rust"),
         ] {
             let bad = good.replace(from, to);
             let problems = lint(&bad, "tuning");
@@ -290,6 +295,12 @@ mod tests {
         assert!(lint(&bad, "kdump").iter().any(|p| p.contains("cross-compiled")));
         let bad = good.replace("skyhook-pkg dist", "cargo build");
         assert!(lint(&bad, "kdump").iter().any(|p| p.contains("not checked")));
+        let bad = good.replace("ci/setup-toolchain --build", "rustup target add \"$TRIPLE\"");
+        assert!(
+            lint(&bad, "kdump")
+                .iter()
+                .any(|p| p.contains("does not use the developers' toolchain"))
+        );
         assert_eq!(lint("# nothing\n", "kdump"), ["no FROM instruction"]);
     }
 

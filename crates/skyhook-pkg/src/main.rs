@@ -7,6 +7,7 @@
 //! - `run`: runs a package's modes locally the way the agent runs them on a node.
 //! - `lint`: checks Skyhook resources against the packages, offline, before a rollout.
 //! - `dist-self`: builds skyhook-pkg itself statically (for the VM test tier's guest).
+//! - `test`: the tests built for another target as `dist` builds it (aarch64 under qemu-user).
 //! - `platform`, `dockerfiles`: the images (see ci/README.md).
 //! - `tag`, `notes`, `changed`: the release process (see ci/README.md).
 
@@ -24,6 +25,8 @@ mod release;
 mod run;
 mod scr;
 mod stages;
+mod test_target;
+mod toolchain;
 mod validate;
 mod workspace;
 
@@ -51,7 +54,8 @@ enum Command {
     Dist {
         /// Packages to build (default: all).
         packages: Vec<String>,
-        /// Rust target triple to build for (default: this machine's).
+        /// Rust target triple to build for, or `all` for every published platform, each into
+        /// <out>/<triple>/ (default: this machine's, into <out>/).
         #[arg(long)]
         target: Option<String>,
         /// Output directory (default: <workspace>/dist).
@@ -115,6 +119,15 @@ enum Command {
         #[arg(long, default_value = "HEAD")]
         head: String,
     },
+    /// Run `cargo test` for a target, built as dist builds it (toolchain, cross linker, static).
+    Test {
+        /// Rust target triple of the test binaries.
+        #[arg(long)]
+        target: String,
+        /// Arguments for `cargo test` (packages, filters, `--` and the harness's).
+        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
+        args: Vec<String>,
+    },
     /// Build skyhook-pkg itself as dist builds package binaries (release, static).
     DistSelf {
         /// Rust target triple to build for (default: this machine's).
@@ -142,6 +155,7 @@ fn main() -> ExitCode {
             trees,
         } => notes::run(&package, &version, &trees),
         Command::Changed { paths, base, head } => changed::run(&paths, base.as_deref(), &head),
+        Command::Test { target, args } => test_target::run(&target, &args),
         Command::DistSelf { target, out } => dist_self::run(target.as_deref(), &out),
     };
     match result {

@@ -6,9 +6,10 @@
 //! The images cross-compile: the build stage runs on the build machine's own
 //! architecture (`FROM --platform=$BUILDPLATFORM`) and produces the target's binary
 //! with the `<arch>-unknown-linux-gnu` target, `+crt-static`, and Debian's cross gcc
-//! as the linker (glibc's static archives come from `libc6-dev-<debian-arch>-cross`).
-//! `skyhook-pkg platform` prints the decision for the Dockerfile;
-//! `skyhook-pkg dist` sets the linker itself when it cross-compiles.
+//! as the linker (glibc's static archives come from `libc6-dev-<debian-arch>-cross`),
+//! exactly as a developer's `skyhook-pkg dist --target` does: `ci/setup-toolchain`
+//! installs the cross toolchain, `dist` picks the compiler ([`crate::toolchain`]) and
+//! sets the linker. `skyhook-pkg platform` prints the decision for the Dockerfile.
 
 /// The architectures the images are published for: (Docker arch, ELF/Rust arch, Debian arch).
 const ARCHES: [(&str, &str, &str); 2] = [("amd64", "x86_64", "amd64"), ("arm64", "aarch64", "arm64")];
@@ -44,6 +45,11 @@ pub fn platform_of_arch(arch: &str) -> Option<String> {
         .map(|(docker, ..)| format!("linux/{docker}"))
 }
 
+/// The target triples of every published platform, in publishing order.
+pub fn published_triples() -> Vec<String> {
+    ARCHES.iter().map(|(_, rust, _)| triple(rust)).collect()
+}
+
 /// The target triple the images use for an architecture.
 pub fn triple(arch: &str) -> String {
     format!("{arch}-unknown-linux-gnu")
@@ -54,13 +60,12 @@ pub fn triple_arch(triple: &str) -> &str {
     triple.split('-').next().unwrap_or(triple)
 }
 
-/// What a build machine needs to link binaries for another architecture.
+/// What a build machine needs to link binaries for another architecture (the
+/// Debian packages that provide it are `ci/setup-toolchain`'s concern).
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct CrossToolchain {
     /// The linker cargo must use (`aarch64-linux-gnu-gcc`).
     pub linker: String,
-    /// The Debian packages that provide it and the target's static glibc.
-    pub apt_packages: Vec<String>,
 }
 
 /// The cross toolchain for building `target` on a machine of architecture
@@ -71,14 +76,9 @@ pub fn cross_toolchain(host_arch: &str, target: &str) -> Option<CrossToolchain> 
     if arch == host_arch || !target.ends_with("-linux-gnu") {
         return None;
     }
-    let (_, rust, debian) = ARCHES.iter().find(|(_, rust, _)| *rust == arch)?;
-    let gnu = format!("{rust}-linux-gnu");
+    let (_, rust, _) = ARCHES.iter().find(|(_, rust, _)| *rust == arch)?;
     Some(CrossToolchain {
-        linker: format!("{gnu}-gcc"),
-        apt_packages: vec![
-            format!("gcc-{}", gnu.replace('_', "-")),
-            format!("libc6-dev-{debian}-cross"),
-        ],
+        linker: format!("{rust}-linux-gnu-gcc"),
     })
 }
 
@@ -91,7 +91,9 @@ pub fn linker_env_var(target: &str) -> String {
     )
 }
 
-/// The shell assignments `skyhook-pkg platform` prints for the Dockerfile's build stage.
+/// The shell assignments `skyhook-pkg platform` prints for the Dockerfile's build
+/// stage: the target triple, and `CROSS='yes'` when the build needs the cross
+/// toolchain (`ci/setup-toolchain`).
 pub fn shell_assignments(target_platform: &str, build_platform: Option<&str>) -> Result<String, String> {
     let arch = arch_of_platform(target_platform)?;
     let host_arch = match build_platform {
@@ -101,8 +103,8 @@ pub fn shell_assignments(target_platform: &str, build_platform: Option<&str>) ->
     let triple = triple(arch);
     let cross = cross_toolchain(host_arch, &triple);
     Ok(format!(
-        "TRIPLE='{triple}'\nAPT_PACKAGES='{}'\n",
-        cross.map(|c| c.apt_packages.join(" ")).unwrap_or_default()
+        "TRIPLE='{triple}'\nCROSS='{}'\n",
+        if cross.is_some() { "yes" } else { "" }
     ))
 }
 
@@ -144,14 +146,12 @@ mod tests {
             cross_toolchain("x86_64", "aarch64-unknown-linux-gnu"),
             Some(CrossToolchain {
                 linker: "aarch64-linux-gnu-gcc".into(),
-                apt_packages: vec!["gcc-aarch64-linux-gnu".into(), "libc6-dev-arm64-cross".into()],
             })
         );
         assert_eq!(
             cross_toolchain("aarch64", "x86_64-unknown-linux-gnu"),
             Some(CrossToolchain {
                 linker: "x86_64-linux-gnu-gcc".into(),
-                apt_packages: vec!["gcc-x86-64-linux-gnu".into(), "libc6-dev-amd64-cross".into()],
             })
         );
         assert_eq!(cross_toolchain("x86_64", "x86_64-unknown-linux-gnu"), None);
@@ -166,15 +166,15 @@ mod tests {
     fn prints_what_the_build_stage_installs() {
         assert_eq!(
             shell_assignments("linux/arm64", Some("linux/amd64")).unwrap(),
-            "TRIPLE='aarch64-unknown-linux-gnu'\nAPT_PACKAGES='gcc-aarch64-linux-gnu libc6-dev-arm64-cross'\n"
+            "TRIPLE='aarch64-unknown-linux-gnu'\nCROSS='yes'\n"
         );
         assert_eq!(
             shell_assignments("linux/amd64", Some("linux/amd64")).unwrap(),
-            "TRIPLE='x86_64-unknown-linux-gnu'\nAPT_PACKAGES=''\n"
+            "TRIPLE='x86_64-unknown-linux-gnu'\nCROSS=''\n"
         );
         assert_eq!(
             shell_assignments("linux/amd64", None).unwrap(),
-            "TRIPLE='x86_64-unknown-linux-gnu'\nAPT_PACKAGES=''\n"
+            "TRIPLE='x86_64-unknown-linux-gnu'\nCROSS=''\n"
         );
         assert!(shell_assignments("linux/s390x", Some("linux/amd64")).is_err());
         assert!(shell_assignments("linux/amd64", Some("linux/ppc64le")).is_err());

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-//! `skyhook-pkg dist --target <another architecture>`, with a stand-in cargo (this
-//! machine has no Rust standard library for other targets): dist hands cargo the
-//! cross linker, and refuses a binary that is not of the target's architecture.
+//! `skyhook-pkg dist --target <another architecture>`, with a stand-in cross
+//! toolchain (`SKYHOOK_CROSS_RUST`: a cargo and a rustc that has the target's
+//! standard library): dist picks that toolchain for the target the default one
+//! lacks, hands cargo the cross linker and that rustc, and refuses a binary that is
+//! not of the target's architecture.
 
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
@@ -17,24 +19,41 @@ fn a_cross_build_gets_the_cross_linker_and_a_binary_of_the_wrong_architecture_fa
     let d = tempfile::tempdir().unwrap();
     let target_dir = d.path().join("target");
     let seen = d.path().join("linker-seen");
-    // The stand-in "builds" by copying this machine's /bin/sh: of the wrong architecture.
-    let cargo = d.path().join("cargo");
-    fs::write(
-        &cargo,
-        format!(
-            "#!/bin/sh\nprintf '%s' \"${var}\" > '{seen}'\nmkdir -p '{out}'\ncp /bin/sh '{out}/tuning'\n",
-            seen = seen.display(),
-            out = target_dir.join(other).join("release").display()
+    // The stand-in rustc has the target's standard library; the stand-in cargo
+    // "builds" by copying this machine's /bin/sh: of the wrong architecture.
+    let rust = d.path().join("rust");
+    let libdir = d.path().join("rustlib").join(other).join("lib");
+    fs::create_dir_all(&rust).unwrap();
+    fs::create_dir_all(&libdir).unwrap();
+    fs::write(libdir.join("libstd-0123.rlib"), "").unwrap();
+    let rustc = rust.join("rustc");
+    let stand_ins = [
+        (
+            rustc.clone(),
+            format!(
+                "#!/bin/sh\ncase \"$*\" in --version) echo 'rustc 0.0.0 (stand-in)' ;; *) echo '{}' ;; esac\n",
+                libdir.display()
+            ),
         ),
-    )
-    .unwrap();
-    fs::set_permissions(&cargo, fs::Permissions::from_mode(0o755)).unwrap();
+        (
+            rust.join("cargo"),
+            format!(
+                "#!/bin/sh\nprintf '%s %s' \"${var}\" \"$RUSTC\" > '{seen}'\nmkdir -p '{out}'\ncp /bin/sh '{out}/tuning'\n",
+                seen = seen.display(),
+                out = target_dir.join(other).join("release").display()
+            ),
+        ),
+    ];
+    for (path, text) in stand_ins {
+        fs::write(&path, text).unwrap();
+        fs::set_permissions(&path, fs::Permissions::from_mode(0o755)).unwrap();
+    }
 
     let out = Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
         .args(["dist", "tuning", "--target", other, "--out"])
         .arg(d.path().join("dist"))
         .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .env("CARGO", &cargo)
+        .env("SKYHOOK_CROSS_RUST", &rust)
         .env("CARGO_TARGET_DIR", &target_dir)
         .env_remove(&var)
         .output()
@@ -42,15 +61,75 @@ fn a_cross_build_gets_the_cross_linker_and_a_binary_of_the_wrong_architecture_fa
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         fs::read_to_string(&seen).unwrap(),
-        linker,
-        "the cross linker was not passed to cargo"
+        format!("{linker} {}", rustc.display()),
+        "the cross linker and the cross toolchain's rustc were not passed to cargo"
     );
     assert_eq!(out.status.code(), Some(1), "{stdout}");
     assert!(
         stdout.contains(&format!(
-            "FAIL  tuning: the binary is built for {}, but the target {other} is",
+            "FAIL  tuning ({other}): the binary is built for {}, but the target {other} is",
             std::env::consts::ARCH
         )),
         "{stdout}"
     );
+}
+
+/// The published platforms' trees, built for real by one `dist --target all`: each
+/// binary is static and of its target's architecture (the table says so), and each
+/// runs alone in an empty root — the other architecture's under qemu-user, which
+/// itself is static, started explicitly (no binfmt registration needed).
+#[test]
+fn dist_all_builds_static_trees_for_both_architectures_that_run_in_an_empty_chroot() {
+    let d = tempfile::tempdir().unwrap();
+    let run = Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
+        .args(["dist", "--target", "all", "--out"])
+        .arg(d.path())
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&run.stdout);
+    assert!(
+        run.status.success(),
+        "dist --target all failed (the cross toolchain comes from ci/setup-toolchain):\n{stdout}\n{}",
+        String::from_utf8_lossy(&run.stderr)
+    );
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "the empty-chroot test needs root (chroot(2)); run the test suite as root, as CI does"
+    );
+    for (arch, triple) in [
+        ("x86_64", "x86_64-unknown-linux-gnu"),
+        ("aarch64", "aarch64-unknown-linux-gnu"),
+    ] {
+        for p in ["kdump", "shellscript", "tuned", "tuning"] {
+            assert!(
+                stdout
+                    .lines()
+                    .any(|l| l.starts_with(p) && l.contains(&format!(" {arch} ")) && l.contains(" yes ")),
+                "{p} for {arch} missing or not static in:\n{stdout}"
+            );
+            let jail = tempfile::tempdir().unwrap();
+            fs::copy(
+                d.path().join(triple).join(p).join("skyhook_dir").join(p),
+                jail.path().join(p),
+            )
+            .unwrap();
+            let mut cmd = Command::new("chroot");
+            cmd.arg(jail.path());
+            if arch != std::env::consts::ARCH {
+                let qemu = format!("/usr/bin/qemu-{arch}-static");
+                assert!(
+                    std::path::Path::new(&qemu).exists(),
+                    "{qemu} is missing: run ci/setup-toolchain (qemu-user-static)"
+                );
+                fs::copy(&qemu, jail.path().join("qemu")).unwrap();
+                cmd.arg("/qemu");
+            }
+            let out = cmd.arg(format!("/{p}")).arg("--version").output().unwrap();
+            assert!(
+                out.status.success() && String::from_utf8_lossy(&out.stdout).starts_with(&format!("{p} ")),
+                "{p} for {arch} does not run in an empty chroot: {out:?}"
+            );
+        }
+    }
 }

@@ -1,14 +1,20 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The Debian root of the chroot tier: built once with debootstrap (installed first
-//! when missing), cached between runs on this machine, copied for each test.
+//! The Debian roots of the chroot tier, one per architecture (this machine's, and
+//! arm64 with debootstrap's second stage run under qemu-user emulation): built once
+//! with debootstrap (installed first when missing), cached between runs on this
+//! machine, copied for each test.
 //!
 //! Cache: `$SKYHOOK_CHROOT_CACHE` (default `/var/cache/skyhook-packages/chroot`), one
-//! directory per recipe key; rebuilt when absent. Mirror: `$SKYHOOK_DEBIAN_MIRROR`
-//! (default `http://deb.debian.org/debian`).
+//! directory per recipe key and architecture; rebuilt when absent. Mirror:
+//! `$SKYHOOK_DEBIAN_MIRROR`, else the one this machine's apt sources use for the
+//! suite, else debootstrap's own default.
 
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::Mutex;
+
+use crate::apt_sources;
 
 /// The suite the tier runs on.
 pub const SUITE: &str = "bookworm";
@@ -17,8 +23,20 @@ pub const INCLUDE: &str = "systemd,python3";
 /// Bump when the recipe changes, so that old caches are not reused.
 const RECIPE: u32 = 1;
 
-fn mirror() -> String {
-    std::env::var("SKYHOOK_DEBIAN_MIRROR").unwrap_or_else(|_| "http://deb.debian.org/debian".into())
+fn mirror() -> Option<String> {
+    std::env::var("SKYHOOK_DEBIAN_MIRROR")
+        .ok()
+        .or_else(|| apt_sources::mirror_of(&apt_sources::of_this_machine(), SUITE))
+}
+
+/// This machine's Debian architecture (`amd64`, `arm64`).
+pub fn native_arch() -> String {
+    must(
+        Command::new("dpkg").arg("--print-architecture"),
+        "the chroot tier needs dpkg",
+    )
+    .trim()
+    .to_string()
 }
 
 fn cache_dir() -> PathBuf {
@@ -46,38 +64,59 @@ fn ensure_debootstrap() {
         return;
     }
     eprintln!("chroot tier: installing debootstrap with apt-get");
-    must(
-        Command::new("apt-get")
-            .args(["install", "-y", "-q", "debootstrap"])
-            .env("DEBIAN_FRONTEND", "noninteractive"),
-        "the chroot tier needs debootstrap (apt-get install debootstrap failed: is the Debian mirror reachable?)",
-    );
+    for args in [&["update", "-q"][..], &["install", "-y", "-q", "debootstrap"]] {
+        must(
+            Command::new("apt-get")
+                .args(args)
+                .env("DEBIAN_FRONTEND", "noninteractive"),
+            "the chroot tier needs debootstrap (apt-get failed: is the Debian mirror reachable? ci/setup-toolchain installs it)",
+        );
+    }
 }
 
-/// The cached Debian root, built on first use.
-pub fn cached_root() -> &'static Path {
-    static ROOT: OnceLock<PathBuf> = OnceLock::new();
-    ROOT.get_or_init(|| {
-        let arch = must(Command::new("dpkg").arg("--print-architecture"), "the chroot tier needs dpkg");
-        let key = format!("debian-{SUITE}-{}-minbase-{}-r{RECIPE}", arch.trim(), INCLUDE.replace(',', "+"));
-        let dir = cache_dir().join(&key);
-        if dir.join("etc/os-release").exists() {
-            return dir;
-        }
-        ensure_debootstrap();
-        std::fs::create_dir_all(cache_dir()).expect("create the chroot cache directory");
-        let tmp = cache_dir().join(format!("{key}.building-{}", std::process::id()));
-        let _ = std::fs::remove_dir_all(&tmp);
-        eprintln!("chroot tier: debootstrap {SUITE} into {} (cached for later runs)", dir.display());
-        must(
-            Command::new("debootstrap")
-                .args(["--variant=minbase", &format!("--include={INCLUDE}"), SUITE])
-                .arg(&tmp)
-                .arg(mirror()),
-            "debootstrap failed: the chroot tier needs root and the Debian mirror (set SKYHOOK_DEBIAN_MIRROR to use another)",
-        );
-        must(Command::new("chroot").arg(&tmp).args(["apt-get", "clean"]), "apt-get clean in the new root");
-        std::fs::rename(&tmp, &dir).expect("move the new root into the cache");
-        dir
-    })
+/// The cached Debian root of `arch` (a Debian architecture), built on first use; a
+/// foreign one needs qemu-user registered with binfmt_misc (see `emulation`).
+pub fn cached_root_of(arch: &str) -> &'static Path {
+    static ROOTS: Mutex<BTreeMap<String, &'static Path>> = Mutex::new(BTreeMap::new());
+    let mut roots = ROOTS.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(root) = roots.get(arch) {
+        return root;
+    }
+    let root: &'static Path = Box::leak(build_root(arch).into_boxed_path());
+    roots.insert(arch.to_string(), root);
+    root
+}
+
+fn build_root(arch: &str) -> PathBuf {
+    let key = format!("debian-{SUITE}-{arch}-minbase-{}-r{RECIPE}", INCLUDE.replace(',', "+"));
+    let dir = cache_dir().join(&key);
+    if dir.join("etc/os-release").exists() {
+        return dir;
+    }
+    ensure_debootstrap();
+    std::fs::create_dir_all(cache_dir()).expect("create the chroot cache directory");
+    let tmp = cache_dir().join(format!("{key}.building-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    eprintln!(
+        "chroot tier: debootstrap --arch={arch} {SUITE} into {} (cached for later runs)",
+        dir.display()
+    );
+    must(
+        Command::new("debootstrap")
+            .args([
+                &format!("--arch={arch}"),
+                "--variant=minbase",
+                &format!("--include={INCLUDE}"),
+                SUITE,
+            ])
+            .arg(&tmp)
+            .args(mirror()),
+        "debootstrap failed: the chroot tier needs root and the Debian mirror (set SKYHOOK_DEBIAN_MIRROR to use another)",
+    );
+    must(
+        Command::new("chroot").arg(&tmp).args(["apt-get", "clean"]),
+        "apt-get clean in the new root",
+    );
+    std::fs::rename(&tmp, &dir).expect("move the new root into the cache");
+    dir
 }

@@ -3,7 +3,7 @@
 //! `256M` example and then a kdump.conf configured (GRUB's real update-grub generating
 //! the boot configuration), and uninstall leaving the node as it was.
 
-use crate::{APT_FOOTPRINT, BOOKKEEPING, Node, readme};
+use crate::{APT_FOOTPRINT, Arch, BOOKKEEPING, Node, readme};
 
 /// The README's examples: `256M`, then `512M` with a kdump.conf.
 fn examples() -> (readme::Example, readme::Example) {
@@ -31,8 +31,17 @@ fn run(node: &Node, ex: &readme::Example, modes: &[&str]) -> crate::Outcome {
 
 #[test]
 fn kdump_apply_config_and_uninstall() {
+    kdump_apply_config_and_uninstall_on(Arch::Native);
+}
+
+#[test]
+fn kdump_apply_config_and_uninstall_arm64() {
+    kdump_apply_config_and_uninstall_on(Arch::Arm64);
+}
+
+fn kdump_apply_config_and_uninstall_on(arch: Arch) {
     let (plain, with_conf) = examples();
-    let node = Node::fresh();
+    let node = Node::fresh_of(arch);
     node.install_grub();
     // The chroot has no /proc: kdump reads the node's memory from a fake meminfo (16 GiB).
     node.write(

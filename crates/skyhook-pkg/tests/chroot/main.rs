@@ -5,44 +5,88 @@
 //! inside the root after every mode. The kernel of this machine is never touched:
 //! nothing is mounted into the root, and tuning gets a fake `/proc/sys` inside it.
 //!
-//! Needs root and the Debian mirror; fails loudly, with the reason, when either is
+//! Every scenario runs twice: on a root of this machine's architecture, and on an
+//! arm64 root with the aarch64 dist trees, both run under qemu-user emulation
+//! ([`emulation`]) — the real agent's contract, as on a Grace node.
+//!
+//! Needs root and the Debian mirror (and, for arm64, qemu-user-static and the cross
+//! toolchain: `ci/setup-toolchain`); fails loudly, with the reason, when one is
 //! missing. Run alone: `cargo test -p skyhook-pkg --test chroot`.
 
+#[path = "../shared/apt_sources.rs"]
+mod apt_sources;
 mod debian;
+mod emulation;
 mod kdump;
 mod readme;
 mod shellscript;
 mod tuned;
 mod tuning;
 
+use std::collections::BTreeMap;
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::OnceLock;
+use std::sync::Mutex;
 
 use debian::must;
+use emulation::Emulation;
 use skyhook_testkit::Tree;
 
-/// The four packages, assembled once per test run (static binaries, validated).
-fn dist() -> &'static Path {
-    static DIST: OnceLock<PathBuf> = OnceLock::new();
-    DIST.get_or_init(|| {
-        let out = std::env::temp_dir().join(format!("skyhook-chroot-dist-{}", std::process::id()));
-        must(
-            Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
-                .args(["dist", "--out"])
-                .arg(&out)
-                .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")),
-            "skyhook-pkg dist",
-        );
-        out
-    })
+/// The four packages for `triple`, assembled once per test run (static binaries,
+/// validated, of the target's architecture).
+fn dist(triple: &str) -> &'static Path {
+    static DIST: Mutex<BTreeMap<String, &'static Path>> = Mutex::new(BTreeMap::new());
+    let mut trees = DIST.lock().unwrap_or_else(|e| e.into_inner());
+    if let Some(out) = trees.get(triple) {
+        return out;
+    }
+    let out = std::env::temp_dir().join(format!("skyhook-chroot-dist-{}-{triple}", std::process::id()));
+    must(
+        Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
+            .args(["dist", "--target", triple, "--out"])
+            .arg(&out)
+            .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")),
+        "skyhook-pkg dist",
+    );
+    let out: &'static Path = Box::leak(out.into_boxed_path());
+    trees.insert(triple.to_string(), out);
+    out
 }
 
-/// A node: a private copy of the cached Debian root.
+/// The architecture of a scenario's node.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Arch {
+    /// This machine's.
+    Native,
+    /// arm64 (aarch64), emulated when this machine is not.
+    Arm64,
+}
+
+impl Arch {
+    /// The Debian architecture name.
+    pub fn debian(self) -> String {
+        match self {
+            Arch::Native => debian::native_arch(),
+            Arch::Arm64 => "arm64".into(),
+        }
+    }
+
+    /// The Rust target triple of the package binaries.
+    pub fn triple(self) -> &'static str {
+        match self.debian().as_str() {
+            "arm64" => "aarch64-unknown-linux-gnu",
+            _ => "x86_64-unknown-linux-gnu",
+        }
+    }
+}
+
+/// A node: a private copy of the cached Debian root of its architecture.
 pub struct Node {
     _dir: tempfile::TempDir,
     root: PathBuf,
+    arch: Arch,
+    _emulation: Option<Emulation>,
 }
 
 /// How a `skyhook-pkg run` ended.
@@ -81,21 +125,33 @@ impl Outcome {
 }
 
 impl Node {
-    /// A fresh node, as a real one would be: DNS from this machine, and services
-    /// never started by package scripts (policy-rc.d), as in any chroot.
+    /// A fresh node of this machine's architecture (see [`Node::fresh_of`]).
     pub fn fresh() -> Node {
+        Node::fresh_of(Arch::Native)
+    }
+
+    /// A fresh node of `arch`, as a real one would be: DNS from this machine, and
+    /// services never started by package scripts (policy-rc.d), as in any chroot.
+    pub fn fresh_of(arch: Arch) -> Node {
         assert!(
             nix::unistd::geteuid().is_root(),
             "the chroot tier needs root (chroot(2), debootstrap); run the test suite as root, as CI does"
         );
-        let cached = debian::cached_root();
+        let debian = arch.debian();
+        let emulation = (debian != debian::native_arch()).then(Emulation::start);
+        let cached = debian::cached_root_of(&debian);
         let dir = tempfile::tempdir().expect("temporary directory");
         let root = dir.path().join("root");
         must(
             Command::new("cp").arg("-a").arg(cached).arg(&root),
             "copy the cached Debian root",
         );
-        let node = Node { _dir: dir, root };
+        let node = Node {
+            _dir: dir,
+            root,
+            arch,
+            _emulation: emulation,
+        };
         node.write(
             "/etc/resolv.conf",
             &fs::read_to_string("/etc/resolv.conf").unwrap_or_default(),
@@ -151,16 +207,24 @@ impl Node {
         )
     }
 
-    /// Installs GRUB's configuration tools (grub2-common) from the mirror and a kernel
-    /// file for them to find, then generates `/boot/grub/grub.cfg` as a node has it.
+    /// Installs GRUB from the mirror — its configuration tools (grub2-common) on this
+    /// machine's architecture, the EFI GRUB (grub-efi-arm64, the only GRUB of arm64)
+    /// on arm64 — and a kernel file for them to find, then generates
+    /// `/boot/grub/grub.cfg` as a node has it.
     ///
     /// A chroot has no block devices, so `grub-probe` — the one GRUB tool that asks the
     /// kernel which disk holds `/` — is replaced by a wrapper describing a disk
     /// (`/dev/vda1`, ext4, msdos). `update-grub`, `grub-mkconfig` and its scripts are
     /// the root's own.
     pub fn install_grub(&self) {
-        self.sh("export DEBIAN_FRONTEND=noninteractive; apt-get update -q >/dev/null \
-             && apt-get install -y -q --no-install-recommends grub2-common >/dev/null");
+        let grub = match self.arch {
+            Arch::Arm64 => "grub-efi-arm64",
+            Arch::Native => "grub2-common",
+        };
+        self.sh(&format!(
+            "export DEBIAN_FRONTEND=noninteractive; apt-get update -q >/dev/null \
+             && apt-get install -y -q --no-install-recommends {grub} >/dev/null"
+        ));
         self.write(
             "/usr/sbin/grub-probe",
             "#!/bin/sh
@@ -179,11 +243,12 @@ exit 1
 ",
         );
         self.chmod("/usr/sbin/grub-probe", 0o755);
+        let arch = self.arch.debian();
         self.write(
-            "/boot/vmlinuz-6.1.0-chroot-amd64",
+            &format!("/boot/vmlinuz-6.1.0-chroot-{arch}"),
             "not a kernel: the chroot tier's stand-in for GRUB to list\n",
         );
-        self.write("/boot/initrd.img-6.1.0-chroot-amd64", "not an initrd\n");
+        self.write(&format!("/boot/initrd.img-6.1.0-chroot-{arch}"), "not an initrd\n");
         self.write("/etc/default/grub", "GRUB_DEFAULT=0\nGRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX_DEFAULT=\"quiet console=ttyS0\"\nGRUB_CMDLINE_LINUX=\"\"\n");
         self.sh("mkdir -p /boot/grub && update-grub 2>&1");
     }
@@ -202,7 +267,7 @@ exit 1
     pub fn run(&self, package: &str, args: &[&str]) -> Outcome {
         let out = Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
             .arg("run")
-            .arg(dist().join(package))
+            .arg(dist(self.arch.triple()).join(package))
             .args(args)
             .arg("--root")
             .arg(&self.root)
@@ -262,4 +327,19 @@ pub const APT_FOOTPRINT: &[&str] = &[
     // dpkg-statoverride gives its rules directory (kept after the override is gone).
     "etc/xml",
     "usr/share/polkit-1/rules.d",
+    // ucf's rotated backups of its own registry, written on every (un)registration of a
+    // conffile (kdump-tools's, where grub-efi-arm64 brought ucf first); the registry and
+    // hash file themselves are compared and come back.
+    "var/lib/ucf/hashfile.0",
+    "var/lib/ucf/hashfile.1",
+    "var/lib/ucf/hashfile.2",
+    "var/lib/ucf/hashfile.3",
+    "var/lib/ucf/hashfile.4",
+    "var/lib/ucf/hashfile.5",
+    "var/lib/ucf/registry.0",
+    "var/lib/ucf/registry.1",
+    "var/lib/ucf/registry.2",
+    "var/lib/ucf/registry.3",
+    "var/lib/ucf/registry.4",
+    "var/lib/ucf/registry.5",
 ];

@@ -2,17 +2,26 @@
 //! shellscript in a Debian root: the README's SCR example through every stage, with
 //! the root's own bash, sh and python3.
 
-use crate::{BOOKKEEPING, Node, readme};
+use crate::{Arch, BOOKKEEPING, Node, readme};
 
 const DROP_IN: &str = "/etc/systemd/system/containerd.service.d/skyhook-limits.conf";
 
 #[test]
 fn shellscript_readme_example_runs_every_stage() {
+    shellscript_readme_example_runs_every_stage_on(Arch::Native);
+}
+
+#[test]
+fn shellscript_readme_example_runs_every_stage_arm64() {
+    shellscript_readme_example_runs_every_stage_on(Arch::Arm64);
+}
+
+fn shellscript_readme_example_runs_every_stage_on(arch: Arch) {
     let ex = readme::of("shellscript")
         .into_iter()
         .find(|e| e.configmap.contains_key("apply.sh"))
         .expect("shellscript/README.md has an SCR example with apply.sh");
-    let node = Node::fresh();
+    let node = Node::fresh_of(arch);
     let before = node.snapshot(BOOKKEEPING);
     let args = ex.args();
     let run = |extra: &[&str]| {

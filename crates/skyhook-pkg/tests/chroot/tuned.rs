@@ -4,14 +4,23 @@
 //! running daemon (the profile is preset for tuned's start), reconciled, and
 //! uninstalled without a trace.
 
-use crate::{APT_FOOTPRINT, BOOKKEEPING, Node};
+use crate::{APT_FOOTPRINT, Arch, BOOKKEEPING, Node};
 
 const PROFILE: &str = "[main]\nsummary=GPU node\ninclude=throughput-performance\n\n[sysctl]\nvm.swappiness=10\n\n[script]\nscript=/etc/tuned/scripts/gpu_init\n";
 const SCRIPT: &str = "#!/bin/sh\n# gpu_init: called by tuned with start/stop\nexit 0\n";
 
 #[test]
 fn tuned_custom_profile_with_a_builtin_include_and_a_script() {
-    let node = Node::fresh();
+    tuned_custom_profile_with_a_builtin_include_and_a_script_on(Arch::Native);
+}
+
+#[test]
+fn tuned_custom_profile_with_a_builtin_include_and_a_script_arm64() {
+    tuned_custom_profile_with_a_builtin_include_and_a_script_on(Arch::Arm64);
+}
+
+fn tuned_custom_profile_with_a_builtin_include_and_a_script_on(arch: Arch) {
+    let node = Node::fresh_of(arch);
     let ignore = [BOOKKEEPING, APT_FOOTPRINT].concat();
     let before = node.snapshot(&ignore);
     let profile = format!("gpu-node={PROFILE}");

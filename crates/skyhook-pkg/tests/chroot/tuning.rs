@@ -5,7 +5,7 @@
 //! the root's real update-grub — then uninstall giving back the node as it was.
 //! Without GRUB, kernel arguments fail clearly and change nothing.
 
-use crate::{BOOKKEEPING, Node, readme};
+use crate::{Arch, BOOKKEEPING, Node, readme};
 
 /// The live values a fresh node starts with, on its fake `/proc/sys`.
 const LIVE: &[(&str, &str)] = &[
@@ -16,8 +16,8 @@ const LIVE: &[(&str, &str)] = &[
     ("kernel/pid_max", "32768"),
 ];
 
-fn node_with_proc() -> Node {
-    let node = Node::fresh();
+fn node_with_proc(arch: Arch) -> Node {
+    let node = Node::fresh_of(arch);
     for (key, value) in LIVE {
         node.write(&format!("/proc/sys/{key}"), &format!("{value}\n"));
     }
@@ -40,8 +40,17 @@ fn run(node: &Node, ex: &readme::Example, modes: &[&str]) -> crate::Outcome {
 
 #[test]
 fn tuning_gpu_node_example_with_grub() {
+    tuning_gpu_node_example_with_grub_on(Arch::Native);
+}
+
+#[test]
+fn tuning_gpu_node_example_with_grub_arm64() {
+    tuning_gpu_node_example_with_grub_on(Arch::Arm64);
+}
+
+fn tuning_gpu_node_example_with_grub_on(arch: Arch) {
     let ex = example("grub.conf");
-    let node = node_with_proc();
+    let node = node_with_proc(arch);
     node.install_grub();
     let before = node.snapshot(BOOKKEEPING);
     let distribution_entries = node.grub_kernel_args();
@@ -145,7 +154,7 @@ fn tuning_gpu_node_example_with_grub() {
 
 #[test]
 fn tuning_refuses_a_hostile_grub_conf_before_grub_sees_it() {
-    let node = node_with_proc();
+    let node = node_with_proc(Arch::Native);
     node.install_grub();
     let before = node.snapshot(BOOKKEEPING);
     for (line, shown) in [
@@ -167,7 +176,7 @@ fn tuning_refuses_a_hostile_grub_conf_before_grub_sees_it() {
             ],
         )
         .expect_failure()
-        .expect_output("exit code 2")
+        .expect_output("bad input (exit 2)")
         .expect_output("\"grub.conf\" line 2")
         .expect_output(shown);
         before.assert_same(&node.snapshot(BOOKKEEPING));
@@ -176,7 +185,16 @@ fn tuning_refuses_a_hostile_grub_conf_before_grub_sees_it() {
 
 #[test]
 fn tuning_without_grub_fails_clearly_and_changes_nothing() {
-    let node = node_with_proc();
+    tuning_without_grub_fails_clearly_and_changes_nothing_on(Arch::Native);
+}
+
+#[test]
+fn tuning_without_grub_fails_clearly_and_changes_nothing_arm64() {
+    tuning_without_grub_fails_clearly_and_changes_nothing_on(Arch::Arm64);
+}
+
+fn tuning_without_grub_fails_clearly_and_changes_nothing_on(arch: Arch) {
+    let node = node_with_proc(arch);
     let before = node.snapshot(BOOKKEEPING);
     run(&node, &example("grub.conf"), &["config"])
         .expect_failure()

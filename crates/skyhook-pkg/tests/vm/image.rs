@@ -23,7 +23,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::qemu::{DirectKernel, Qemu};
-use crate::{cache, disk, vm};
+use crate::{apt_sources, cache, disk, vm};
 
 /// The Debian release of the guest.
 const SUITE: &str = "bookworm";
@@ -66,9 +66,12 @@ pub struct Image {
     pub disk: PathBuf,
 }
 
-/// The Debian mirror (`SKYHOOK_VM_MIRROR`, default deb.debian.org).
-pub fn mirror() -> String {
-    std::env::var("SKYHOOK_VM_MIRROR").unwrap_or_else(|_| "http://deb.debian.org/debian".into())
+/// The Debian mirror: `SKYHOOK_VM_MIRROR`, else the one this machine's apt sources
+/// use for the suite, else `None` (debootstrap's own default).
+pub fn mirror() -> Option<String> {
+    std::env::var("SKYHOOK_VM_MIRROR")
+        .ok()
+        .or_else(|| apt_sources::mirror_of(&apt_sources::of_this_machine(), SUITE))
 }
 
 fn recipe() -> String {
@@ -77,7 +80,7 @@ fn recipe() -> String {
         include_str!("disk.rs"),
         RUNNER,
         RUNNER_UNIT,
-        &mirror(),
+        &mirror().unwrap_or_default(),
     ]
     .join("\n\u{1f}\n")
 }
@@ -152,7 +155,7 @@ fn debootstrap(rootfs: &Path, log: &Path) -> Result<(), String> {
         .args(["--variant=minbase", &format!("--include={}", INCLUDE.join(","))])
         .arg(SUITE)
         .arg(rootfs)
-        .arg(&mirror)
+        .args(&mirror)
         .env("DEBIAN_FRONTEND", "noninteractive")
         .output()
         .map_err(|e| format!("cannot run debootstrap: {e}"))?;
@@ -164,8 +167,9 @@ fn debootstrap(rootfs: &Path, log: &Path) -> Result<(), String> {
     fs::write(log, &text).map_err(|e| format!("{}: {e}", log.display()))?;
     if !out.status.success() {
         return Err(format!(
-            "debootstrap of {SUITE} from {mirror} failed ({}); is the mirror reachable? \
+            "debootstrap of {SUITE} from {} failed ({}); is the mirror reachable? \
              (SKYHOOK_VM_MIRROR selects another) Full log: {}\n{}",
+            mirror.as_deref().unwrap_or("debootstrap's default mirror"),
             out.status,
             log.display(),
             cache::tail(&text, 20)
@@ -207,18 +211,14 @@ fn set_vars(text: &str, vars: &[(&str, &str)]) -> String {
 }
 
 fn set_up(rootfs: &Path) -> Result<(), String> {
-    let mirror = mirror();
     // A disposable test machine: dpkg need not fsync every file (much faster under TCG).
     write(rootfs, "/etc/dpkg/dpkg.cfg.d/skyhook-vm", "force-unsafe-io\n", 0o644)?;
-    write(
-        rootfs,
-        "/etc/apt/sources.list",
-        &format!(
-            "deb {mirror} {SUITE} main\ndeb {mirror} {SUITE}-updates main\n\
-             deb http://deb.debian.org/debian-security {SUITE}-security main\n"
-        ),
-        0o644,
-    )?;
+    // The guest's apt uses this machine's sources for the suite (and its updates and
+    // security companions); without any, what debootstrap wrote stays.
+    let lines = apt_sources::suite_lines(&apt_sources::of_this_machine(), SUITE, mirror().as_deref());
+    if !lines.is_empty() {
+        write(rootfs, "/etc/apt/sources.list", &lines, 0o644)?;
+    }
     // The chroot still has this machine's resolv.conf here.
     chroot(rootfs, &["apt-get", "update", "-q"])?;
     let mut install = vec!["apt-get", "install", "-y", "-q"];

@@ -15,6 +15,8 @@
 //! add its name, e.g. `smoke`). Everything it downloads or builds lives under
 //! `SKYHOOK_VM_CACHE` (default `/var/cache/skyhook-packages/vm`), never in the repository.
 
+#[path = "../shared/apt_sources.rs"]
+mod apt_sources;
 mod cache;
 mod disk;
 mod image;
