@@ -27,7 +27,7 @@ fn exit_codes_tell_clean_findings_and_unreadable_apart() {
     let clean = d.path().join("clean.yaml");
     std::fs::write(
         &clean,
-        "kind: Skyhook\nmetadata: {name: ok}\nspec:\n  packages:\n    tuning:\n      version: 2.0.0\n      \
+        "kind: Skyhook\nmetadata: {name: ok}\nspec:\n  packages:\n    tuning:\n      version: 2.1.0\n      \
          image: ghcr.io/nvidia/skyhook-packages/tuning\n      uninstall: {enabled: true}\n      \
          configMap:\n        sysctl.conf: vm.swappiness=10\n",
     )
