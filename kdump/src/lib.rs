@@ -26,7 +26,8 @@ pub mod service;
 pub mod state;
 pub mod uninstall;
 
-use skyhook_core::{Mode, Outcome, Package, Result, Step};
+use skyhook_core::runtime::run::Handler;
+use skyhook_core::{Mode, Package};
 
 /// The kdump package.
 pub struct Kdump;
@@ -34,26 +35,14 @@ pub struct Kdump;
 impl Package for Kdump {
     const KIND: &'static str = "kdump";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
-    const MODES: &'static [Mode] = &[
-        Mode::Apply,
-        Mode::ApplyCheck,
-        Mode::Config,
-        Mode::ConfigCheck,
-        Mode::PostInterruptCheck,
-        Mode::Uninstall,
-        Mode::UninstallCheck,
+    const MODES: &'static [(Mode, Handler)] = &[
+        (Mode::Apply, apply::apply),
+        (Mode::ApplyCheck, apply::apply_check),
+        (Mode::Config, configure::config),
+        (Mode::ConfigCheck, checks::config_check),
+        (Mode::PostInterruptCheck, checks::post_interrupt_check),
+        (Mode::Uninstall, uninstall::uninstall),
+        (Mode::UninstallCheck, uninstall::uninstall_check),
     ];
-
-    fn run(&self, step: &Step) -> Result<Outcome> {
-        match step.mode() {
-            Mode::Apply => apply::apply(step),
-            Mode::ApplyCheck => apply::apply_check(step),
-            Mode::Config => configure::config(step),
-            Mode::ConfigCheck => checks::config_check(step),
-            Mode::PostInterruptCheck => checks::post_interrupt_check(step),
-            Mode::Uninstall => uninstall::uninstall(step),
-            Mode::UninstallCheck => uninstall::uninstall_check(step),
-            other => unreachable!("{other} is not in MODES; skyhook-core refuses it before running the package"),
-        }
-    }
+    const NEEDS_PERSISTENT_ETC: bool = true;
 }

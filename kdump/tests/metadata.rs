@@ -7,5 +7,10 @@ use skyhook_core::Package;
 
 #[test]
 fn config_json_matches_the_crate() {
-    skyhook_testkit::assert_package_metadata(env!("CARGO_MANIFEST_DIR"), Kdump::KIND, Kdump::VERSION, Kdump::MODES);
+    skyhook_testkit::assert_package_metadata(
+        env!("CARGO_MANIFEST_DIR"),
+        Kdump::KIND,
+        Kdump::VERSION,
+        &skyhook_core::runtime::run::modes_of::<Kdump>(),
+    );
 }

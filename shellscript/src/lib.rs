@@ -22,6 +22,7 @@ use std::time::{Duration, Instant};
 
 use skyhook_core::host::command::{SYSTEM_PATH, shell_quote};
 use skyhook_core::host::process::{exit_code, signal_exit_code, signal_name, signal_of_exit_code};
+use skyhook_core::runtime::run::Handler;
 use skyhook_core::{Error, Mode, Outcome, Package, Result, Step};
 
 use crate::interpreter::Interpreter;
@@ -42,25 +43,37 @@ pub struct Shellscript;
 impl Package for Shellscript {
     const KIND: &'static str = "shellscript";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
-    const MODES: &'static [Mode] = &Mode::ALL;
+    const MODES: &'static [(Mode, Handler)] = &[
+        (Mode::Apply, run),
+        (Mode::ApplyCheck, run),
+        (Mode::Config, run),
+        (Mode::ConfigCheck, run),
+        (Mode::PostInterrupt, run),
+        (Mode::PostInterruptCheck, run),
+        (Mode::Upgrade, run),
+        (Mode::UpgradeCheck, run),
+        (Mode::Uninstall, run),
+        (Mode::UninstallCheck, run),
+    ];
+}
 
-    fn run(&self, step: &Step) -> Result<Outcome> {
-        let key = script::key(step.mode());
-        let report = Report {
-            mode: step.mode(),
-            key: &key,
-            started: Instant::now(),
-        };
-        kept::refresh(step)?;
-        let outcome = run_stage(step, &report).inspect_err(|e| {
-            let outcome = if e.exit_code() == 2 { "refused" } else { "failed" };
-            report.done("none", e.exit_code(), outcome);
-        })?;
-        if step.mode() == Mode::UninstallCheck && outcome.exit_code == 0 {
-            kept::forget(step)?;
-        }
-        Ok(outcome)
+/// Every stage: runs the script of the step's stage, if there is one.
+fn run(step: &Step) -> Result<Outcome> {
+    let key = script::key(step.mode());
+    let report = Report {
+        mode: step.mode(),
+        key: &key,
+        started: Instant::now(),
+    };
+    kept::refresh(step)?;
+    let outcome = run_stage(step, &report).inspect_err(|e| {
+        let outcome = if e.exit_code() == 2 { "refused" } else { "failed" };
+        report.done("none", e.exit_code(), outcome);
+    })?;
+    if step.mode() == Mode::UninstallCheck && outcome.exit_code == 0 {
+        kept::forget(step)?;
     }
+    Ok(outcome)
 }
 
 /// Runs the script of the step's stage, if there is one.

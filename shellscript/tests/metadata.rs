@@ -11,6 +11,6 @@ fn config_json_matches_the_crate() {
         env!("CARGO_MANIFEST_DIR"),
         Shellscript::KIND,
         Shellscript::VERSION,
-        Shellscript::MODES,
+        &skyhook_core::runtime::run::modes_of::<Shellscript>(),
     );
 }

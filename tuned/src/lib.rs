@@ -18,6 +18,7 @@ pub mod layout;
 pub mod plan;
 pub mod service;
 
+use skyhook_core::runtime::run::Handler;
 use skyhook_core::{Error, Interrupt, Mode, Outcome, Package, Result, Step};
 
 use crate::activate::{Activation, BOOTCMDLINE};
@@ -31,30 +32,28 @@ pub struct Tuned;
 impl Package for Tuned {
     const KIND: &'static str = "tuned";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
-    const MODES: &'static [Mode] = &[
-        Mode::Apply,
-        Mode::ApplyCheck,
-        Mode::Config,
-        Mode::ConfigCheck,
-        Mode::PostInterruptCheck,
-        Mode::Upgrade,
-        Mode::UpgradeCheck,
-        Mode::Uninstall,
-        Mode::UninstallCheck,
+    const MODES: &'static [(Mode, Handler)] = &[
+        (Mode::Apply, service::install),
+        (Mode::ApplyCheck, |s| {
+            service::install_check(s).map(|()| Outcome::done())
+        }),
+        (Mode::Config, config),
+        (Mode::ConfigCheck, |s| {
+            check::config_check(s, check::Verify::InterruptMayExcuse).map(|()| Outcome::done())
+        }),
+        (Mode::PostInterruptCheck, |s| {
+            check::config_check(s, check::Verify::Required).map(|()| Outcome::done())
+        }),
+        (Mode::Upgrade, service::install),
+        (Mode::UpgradeCheck, |s| {
+            service::install_check(s).map(|()| Outcome::done())
+        }),
+        (Mode::Uninstall, service::uninstall),
+        (Mode::UninstallCheck, |s| {
+            service::uninstall_check(s).map(|()| Outcome::done())
+        }),
     ];
-
-    fn run(&self, step: &Step) -> Result<Outcome> {
-        match step.mode() {
-            Mode::Apply | Mode::Upgrade => service::install(step),
-            Mode::ApplyCheck | Mode::UpgradeCheck => service::install_check(step).map(|()| Outcome::done()),
-            Mode::Config => config(step),
-            Mode::ConfigCheck => check::config_check(step, check::Verify::InterruptMayExcuse).map(|()| Outcome::done()),
-            Mode::PostInterruptCheck => check::config_check(step, check::Verify::Required).map(|()| Outcome::done()),
-            Mode::Uninstall => service::uninstall(step),
-            Mode::UninstallCheck => service::uninstall_check(step).map(|()| Outcome::done()),
-            other => Err(Error::Mode(format!("tuned does not implement mode {other}"))),
-        }
-    }
+    const NEEDS_PERSISTENT_ETC: bool = true;
 }
 
 /// config: validate everything, deploy and reconcile, activate, say which interrupt.

@@ -7,5 +7,10 @@ use tuned::Tuned;
 
 #[test]
 fn config_json_matches_the_crate() {
-    skyhook_testkit::assert_package_metadata(env!("CARGO_MANIFEST_DIR"), Tuned::KIND, Tuned::VERSION, Tuned::MODES);
+    skyhook_testkit::assert_package_metadata(
+        env!("CARGO_MANIFEST_DIR"),
+        Tuned::KIND,
+        Tuned::VERSION,
+        &skyhook_core::runtime::run::modes_of::<Tuned>(),
+    );
 }

@@ -32,7 +32,8 @@ pub mod sysctl;
 pub mod ulimit;
 pub mod uninstall;
 
-use skyhook_core::{Error, Mode, Outcome, Package, Result, Step};
+use skyhook_core::runtime::run::Handler;
+use skyhook_core::{Mode, Package};
 
 /// The tuning package.
 pub struct Tuning;
@@ -40,26 +41,14 @@ pub struct Tuning;
 impl Package for Tuning {
     const KIND: &'static str = "tuning";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
-    const MODES: &'static [Mode] = &[
-        Mode::Config,
-        Mode::ConfigCheck,
-        Mode::PostInterruptCheck,
-        Mode::Upgrade,
-        Mode::UpgradeCheck,
-        Mode::Uninstall,
-        Mode::UninstallCheck,
+    const MODES: &'static [(Mode, Handler)] = &[
+        (Mode::Config, reconcile::config),
+        (Mode::ConfigCheck, checks::config_check),
+        (Mode::PostInterruptCheck, checks::post_interrupt_check),
+        (Mode::Upgrade, legacy::upgrade),
+        (Mode::UpgradeCheck, legacy::upgrade_check),
+        (Mode::Uninstall, uninstall::uninstall),
+        (Mode::UninstallCheck, uninstall::uninstall_check),
     ];
-
-    fn run(&self, step: &Step) -> Result<Outcome> {
-        match step.mode() {
-            Mode::Config => reconcile::config(step),
-            Mode::ConfigCheck => checks::config_check(step),
-            Mode::PostInterruptCheck => checks::post_interrupt_check(step),
-            Mode::Upgrade => legacy::upgrade(step),
-            Mode::UpgradeCheck => legacy::upgrade_check(step),
-            Mode::Uninstall => uninstall::uninstall(step),
-            Mode::UninstallCheck => uninstall::uninstall_check(step),
-            other => Err(Error::Mode(format!("tuning does not implement mode {other}"))),
-        }
-    }
+    const NEEDS_PERSISTENT_ETC: bool = true;
 }

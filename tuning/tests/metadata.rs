@@ -7,5 +7,10 @@ use tuning::Tuning;
 
 #[test]
 fn config_json_matches_the_crate() {
-    skyhook_testkit::assert_package_metadata(env!("CARGO_MANIFEST_DIR"), Tuning::KIND, Tuning::VERSION, Tuning::MODES);
+    skyhook_testkit::assert_package_metadata(
+        env!("CARGO_MANIFEST_DIR"),
+        Tuning::KIND,
+        Tuning::VERSION,
+        &skyhook_core::runtime::run::modes_of::<Tuning>(),
+    );
 }

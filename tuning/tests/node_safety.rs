@@ -70,3 +70,35 @@ fn a_drop_in_directory_linked_elsewhere_is_refused_and_its_target_untouched() {
         "0 3 * * * root /usr/local/bin/backup\n"
     );
 }
+
+#[test]
+fn a_node_whose_etc_does_not_persist_is_refused_before_any_change() {
+    // GKE's Container-Optimized OS: /etc is rebuilt at every boot, so settings
+    // written there would be "applied" and then vanish.
+    for (file, content, evidence) in [
+        (
+            "/etc/os-release",
+            "ID=cos\nPRETTY_NAME=\"Container-Optimized OS from Google\"\n",
+            "os-release says ID=cos",
+        ),
+        (
+            "/proc/mounts",
+            "/dev/sda1 / ext4 rw 0 0\ntmpfs /etc tmpfs rw,nosuid,nodev 0 0\n",
+            "/etc on a tmpfs",
+        ),
+    ] {
+        let n = node();
+        n.file(file, content);
+        n.configmap("sysctl.conf", "vm.swappiness=10\n");
+        let before = n.snapshot();
+        for mode in ["config", "uninstall"] {
+            n.run(mode)
+                .expect_code(1)
+                .expect_output(evidence)
+                .expect_output("does not survive a reboot")
+                .expect_output("nodeSelectors");
+        }
+        before.assert_same(&n.snapshot());
+        assert!(n.calls().is_empty(), "{:?}", n.calls());
+    }
+}

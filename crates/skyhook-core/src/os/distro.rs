@@ -52,6 +52,28 @@ fn family_of(id: &str) -> Option<Family> {
     }
 }
 
+/// Why this host's `/etc` does not survive a reboot, if it does not: GKE's
+/// Container-Optimized OS (`ID=cos` in os-release), or any host whose `/etc` is a
+/// tmpfs (the host's `/proc/mounts`). `None` for an ordinary host.
+pub fn stateless_etc(host: &Host) -> Result<Option<String>> {
+    let os = ["/etc/os-release", "/usr/lib/os-release"]
+        .iter()
+        .find_map(|p| host.read(p).ok().flatten())
+        .map(|b| OsRelease::parse(&String::from_utf8_lossy(&b)));
+    if let Some(os) = os.filter(|o| o.id() == "cos") {
+        return Ok(Some(format!(
+            "os-release says ID=cos: {}",
+            os.get("PRETTY_NAME").unwrap_or("Container-Optimized OS")
+        )));
+    }
+    let mounts = host.read("/proc/mounts")?.unwrap_or_default();
+    let tmpfs_etc = String::from_utf8_lossy(&mounts).lines().any(|l| {
+        let f: Vec<&str> = l.split_whitespace().collect();
+        f.len() > 2 && f[1] == "/etc" && f[2] == "tmpfs"
+    });
+    Ok(tmpfs_etc.then(|| "/proc/mounts shows /etc on a tmpfs".to_string()))
+}
+
 /// The parsed os-release file.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct OsRelease {
@@ -229,5 +251,37 @@ mod tests {
         assert!(OsRelease::read(&h).unwrap_err().to_string().contains("/etc/os-release"));
         h.write("/usr/lib/os-release", DEBIAN_12.as_bytes(), 0o644).unwrap();
         assert_eq!(OsRelease::read(&h).unwrap().family().unwrap(), Family::Debian);
+    }
+
+    #[test]
+    fn container_optimized_os_and_a_tmpfs_etc_are_stateless() {
+        use crate::host::command::RecordingRunner;
+        let d = tempfile::tempdir().unwrap();
+        let h = Host::new(d.path(), RecordingRunner::succeeding());
+        h.write("/etc/os-release", b"ID=ubuntu\nVERSION_ID=24.04\n", 0o644)
+            .unwrap();
+        h.write("/proc/mounts", b"/dev/vda1 / ext4 rw 0 0\n", 0o444).unwrap();
+        assert_eq!(stateless_etc(&h).unwrap(), None);
+        h.write(
+            "/proc/mounts",
+            b"/dev/vda1 / ext4 rw 0 0\ntmpfs /etc tmpfs rw 0 0\n",
+            0o444,
+        )
+        .unwrap();
+        assert_eq!(
+            stateless_etc(&h).unwrap().as_deref(),
+            Some("/proc/mounts shows /etc on a tmpfs")
+        );
+        h.write(
+            "/etc/os-release",
+            b"ID=cos\nPRETTY_NAME=\"Container-Optimized OS from Google\"\n",
+            0o644,
+        )
+        .unwrap();
+        let why = stateless_etc(&h).unwrap().unwrap();
+        assert!(
+            why.contains("ID=cos") && why.contains("Container-Optimized OS from Google"),
+            "{why}"
+        );
     }
 }

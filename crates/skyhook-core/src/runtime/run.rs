@@ -23,17 +23,33 @@ use crate::runtime::error::{Error, MAX_MESSAGE_BYTES, Result, bounded_list, exce
 use crate::runtime::interrupt::Interrupt;
 use crate::runtime::mode::{Mode, UnknownMode};
 
-/// A Skyhook package: its identity, the modes it implements, and its handler.
+/// What runs one mode of a package.
+pub type Handler = fn(&Step) -> Result<Outcome>;
+
+/// A Skyhook package: its identity and its table of modes.
 pub trait Package {
     /// The package kind (`tuning`): names the binary, the state directory and the logs.
     const KIND: &'static str;
     /// The package version (the crate's version, equal to config.json's).
     const VERSION: &'static str;
-    /// The modes this package implements; any other mode is refused with exit 2.
-    const MODES: &'static [Mode];
+    /// The package as a table: every mode it implements with its handler, listed
+    /// once; any other mode is refused with exit 2. Handlers validate all input
+    /// before changing the host.
+    const MODES: &'static [(Mode, Handler)];
+    /// Whether the package's changes live in `/etc` across reboots, so that a host
+    /// whose `/etc` does not persist (GKE's Container-Optimized OS) is refused before
+    /// any mode runs ([`crate::os::distro::stateless_etc`]).
+    const NEEDS_PERSISTENT_ETC: bool = false;
+}
 
-    /// Runs `step.mode()`. Validate all input before changing the host.
-    fn run(&self, step: &Step) -> Result<Outcome>;
+/// The modes `P` implements, in the order of its table.
+pub fn modes_of<P: Package>() -> Vec<Mode> {
+    P::MODES.iter().map(|(m, _)| *m).collect()
+}
+
+/// The handler `P` has for `mode`.
+fn handler_of<P: Package>(mode: Mode) -> Option<Handler> {
+    P::MODES.iter().find(|(m, _)| *m == mode).map(|(_, h)| *h)
 }
 
 /// Everything a package handler works with.
@@ -154,7 +170,11 @@ fn parse_args<P: Package>(args: &[OsString]) -> std::result::Result<Mode, i32> {
         format!(
             "usage: {} <mode>\n  modes: {}\n  (the Skyhook agent runs this with the arguments in config.json)",
             P::KIND,
-            P::MODES.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ")
+            modes_of::<P>()
+                .iter()
+                .map(|m| m.as_str())
+                .collect::<Vec<_>>()
+                .join(", ")
         )
     };
     let arg = match args {
@@ -205,8 +225,8 @@ fn print_stdout(text: &str) -> i32 {
 }
 
 /// Runs `mode` of `package` on `host` and reports how it ended; returns the exit code.
-fn run_mode<P: Package>(package: &P, mode: Mode, host: Host) -> i32 {
-    if !P::MODES.contains(&mode) {
+fn run_mode<P: Package>(_package: &P, mode: Mode, host: Host) -> i32 {
+    let Some(handler) = handler_of::<P>(mode) else {
         log::error!(
             "{} {} does not implement mode {mode}; it implements: {}. \
              Check that config.json maps {mode} to this package's own binary",
@@ -215,11 +235,15 @@ fn run_mode<P: Package>(package: &P, mode: Mode, host: Host) -> i32 {
             if P::MODES.is_empty() {
                 "no mode yet".to_string()
             } else {
-                P::MODES.iter().map(|m| m.as_str()).collect::<Vec<_>>().join(", ")
+                modes_of::<P>()
+                    .iter()
+                    .map(|m| m.as_str())
+                    .collect::<Vec<_>>()
+                    .join(", ")
             }
         );
         return 2;
-    }
+    };
     let started = Instant::now();
     let result = Context::from_env(mode).and_then(|ctx| {
         log::info!(
@@ -235,9 +259,21 @@ fn run_mode<P: Package>(package: &P, mode: Mode, host: Host) -> i32 {
                 format!(", host root {}", host.root().display())
             }
         );
+        if P::NEEDS_PERSISTENT_ETC
+            && let Some(evidence) = crate::os::distro::stateless_etc(&host)?
+        {
+            return Err(Error::action(format!(
+                "this node's /etc does not survive a reboot ({evidence}): {} would report changes that \
+                 vanish at the next boot, so it changes nothing here. On GKE Container-Optimized OS use \
+                 live settings that the operator re-applies instead (the approach of nvidia-tuning-gke: \
+                 sysctl values applied live with a `service` interrupt on systemd-sysctl), and keep this \
+                 package off these nodes with the SCR's nodeSelectors",
+                P::KIND
+            )));
+        }
         let configmaps = ConfigMaps::load(&ctx.configmap_dir())?;
         let step = Step::new(P::KIND, ctx, host, configmaps);
-        package.run(&step)
+        handler(&step)
     });
     report::<P>(mode, result, started)
 }
@@ -305,13 +341,10 @@ mod tests {
     impl Package for Demo {
         const KIND: &'static str = "demo";
         const VERSION: &'static str = "1.0.0";
-        const MODES: &'static [Mode] = &[Mode::Config, Mode::ConfigCheck];
-        fn run(&self, step: &Step) -> Result<Outcome> {
-            match step.mode() {
-                Mode::Config => Ok(Outcome::needs(Interrupt::Reboot)),
-                _ => Err(Error::Check(vec!["x".into()])),
-            }
-        }
+        const MODES: &'static [(Mode, Handler)] = &[
+            (Mode::Config, |_| Ok(Outcome::needs(Interrupt::Reboot))),
+            (Mode::ConfigCheck, |_| Err(Error::Check(vec!["x".into()]))),
+        ];
     }
 
     fn host() -> Host {
