@@ -85,18 +85,42 @@ fn pinned(image: &str) -> bool {
 /// Everything `text`, the Dockerfile of `package`, breaks of the image rules; empty
 /// when it follows them all.
 pub fn lint(text: &str, package: &str) -> Vec<String> {
-    let mut problems = Vec::new();
     let ins = instructions(text);
-    let mut stages: Vec<String> = Vec::new();
-    let mut final_from = None;
-    let mut final_start = 0;
+    let mut problems = Vec::new();
+    let Some(stages) = scan_stages(&ins, &mut problems) else {
+        return vec!["no FROM instruction".into()];
+    };
+    if !stages.final_base.starts_with("busybox:") {
+        problems.push(format!(
+            "the final stage is based on {}: it must be busybox (the init container runs /bin/sh, mkdir, cp)",
+            stages.final_base
+        ));
+    }
+    problems.extend(build_stage_problems(&ins, package));
+    problems.extend(final_stage_problems(&ins[stages.final_start..], &stages.names));
+    problems
+}
+
+/// The stages of a Dockerfile: their names, and the final one's base and first
+/// instruction.
+struct Stages {
+    names: Vec<String>,
+    final_base: String,
+    final_start: usize,
+}
+
+/// Reads the FROM lines, noting every base image that is not pinned; `None` when
+/// there is no FROM at all.
+fn scan_stages(ins: &[(String, String)], problems: &mut Vec<String>) -> Option<Stages> {
+    let mut names: Vec<String> = Vec::new();
+    let mut last = None;
     for (i, (kw, args)) in ins.iter().enumerate() {
         if kw != "FROM" {
             continue;
         }
         let words: Vec<&str> = args.split_whitespace().filter(|w| !w.starts_with("--")).collect();
         let image = words.first().copied().unwrap_or("");
-        if !(stages.iter().any(|s| s == image) || image == "scratch" || pinned(image)) {
+        if !(names.iter().any(|s| s == image) || image == "scratch" || pinned(image)) {
             problems.push(format!(
                 "FROM {image}: base images must be pinned to a version (a tag other than latest, or a digest)"
             ));
@@ -104,24 +128,25 @@ pub fn lint(text: &str, package: &str) -> Vec<String> {
         if let [_, as_kw, name] = words[..]
             && as_kw.eq_ignore_ascii_case("as")
         {
-            stages.push(name.to_string());
+            names.push(name.to_string());
         }
-        final_from = Some((image.to_string(), args.clone()));
-        final_start = i;
+        last = Some((image.to_string(), i));
     }
-    let Some((base, _)) = final_from else {
-        return vec!["no FROM instruction".into()];
-    };
-    if !base.starts_with("busybox:") {
-        problems.push(format!(
-            "the final stage is based on {base}: it must be busybox (the init container runs /bin/sh, mkdir, cp)"
-        ));
-    }
+    last.map(|(final_base, final_start)| Stages {
+        names,
+        final_base,
+        final_start,
+    })
+}
+
+/// The build stage's rules: cross-compiled on the build platform, for this
+/// package, through the developers' toolchain set-up and `skyhook-pkg dist`.
+fn build_stage_problems(ins: &[(String, String)], package: &str) -> Vec<String> {
     let has = |keyword: &str, pred: &dyn Fn(&str) -> bool| ins.iter().any(|(kw, args)| kw == keyword && pred(args));
     let package_arg = format!("PACKAGE={package}");
     let dist_run = "skyhook-pkg dist \"$PACKAGE\" --target \"$TRIPLE\"";
     let setup_run = "ci/setup-toolchain --build";
-    for (present, problem) in [
+    [
         (
             has("FROM", &|a| a.starts_with("--platform=$BUILDPLATFORM")),
             "no build stage FROM --platform=$BUILDPLATFORM: the binaries must be cross-compiled".to_string(),
@@ -138,12 +163,17 @@ pub fn lint(text: &str, package: &str) -> Vec<String> {
             has("RUN", &|a| a.contains(setup_run)),
             format!("no RUN of `{setup_run}`: the cross build does not use the developers' toolchain"),
         ),
-    ] {
-        if !present {
-            problems.push(problem);
-        }
-    }
-    let final_stage = &ins[final_start..];
+    ]
+    .into_iter()
+    .filter(|(present, _)| !present)
+    .map(|(_, problem)| problem)
+    .collect()
+}
+
+/// The final stage's rules: the OCI labels, exactly the package tree copied from
+/// the first stage, and no command run.
+fn final_stage_problems(final_stage: &[(String, String)], stages: &[String]) -> Vec<String> {
+    let mut problems = Vec::new();
     let labels: String = final_stage
         .iter()
         .filter(|(kw, _)| kw == "LABEL")
