@@ -7,6 +7,7 @@ use skyhook_core::os::distro::Family;
 use skyhook_core::runtime::configmap::ConfigMaps;
 use skyhook_core::{Error, Host, Result};
 
+use crate::advice;
 use crate::crashkernel::{CrashKernel, Form, human};
 use crate::platform::Platform;
 
@@ -162,6 +163,9 @@ fn check_against_node(ck: &CrashKernel, platform: &Platform, host: &Host) -> Res
             human(reserved),
             human(total)
         );
+        if let Some(warning) = advice::too_small(reserved, &advice::NodeFacts::read(host)?) {
+            log::warn!("crashkernel={ck}: {warning}");
+        }
     }
     Ok(())
 }

@@ -413,3 +413,20 @@ fn removing_crashkernel_says_the_node_keeps_the_reservation_until_its_next_reboo
     node.run("config-check").expect_code(0);
     node.run("post-interrupt-check").expect_code(0);
 }
+
+#[test]
+fn a_small_reservation_on_a_64k_page_grace_node_is_warned_about_not_refused() {
+    let node = installed(UBUNTU);
+    let grace_meminfo = "MemTotal:       67108864 kB\nMemFree:        1024 kB\nHugepagesize:     524288 kB\n";
+    node.file("/proc/meminfo", grace_meminfo)
+        .file("/sys/bus/pci/drivers/mlx5_core/0000:01:00.0", "");
+    node.configmap("crashkernel", "256M");
+    node.run("config")
+        .expect_code(0)
+        .expect_output("64 KiB pages and 1 ConnectX (mlx5) device(s)")
+        .expect_output("Consider crashkernel=1G");
+    node.configmap("crashkernel", "1G");
+    let r = node.run("config");
+    r.expect_code(0);
+    assert!(!r.output().contains("64 KiB pages"), "1G is enough: {}", r.output());
+}
