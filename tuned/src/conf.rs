@@ -80,6 +80,21 @@ fn inline_comment(line: &str) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
+/// The error for line `line` when it holds a control character other than a tab
+/// (NUL, ESC, a lone CR, …): tuned's configparser would stop at it or misread the line.
+fn control_character(line: usize, raw: &str) -> Option<ParseError> {
+    let c = raw.chars().find(|&c| c.is_control() && c != '\t')?;
+    Some(ParseError {
+        line,
+        text: raw.to_string(),
+        reason: format!(
+            "contains the control character {c:?} (U+{:04X}); tuned's configparser would stop at it \
+             or misread the line: remove it",
+            c as u32
+        ),
+    })
+}
+
 impl Conf {
     /// Parses profile text; every line tuned would refuse is reported.
     pub fn parse(text: &str) -> Result<Conf, Vec<ParseError>> {
@@ -90,16 +105,8 @@ impl Conf {
         let mut indent_level = usize::MAX;
         for (i, raw) in text.lines().enumerate() {
             let line = i + 1;
-            if let Some(c) = raw.chars().find(|&c| c.is_control() && c != '\t') {
-                errors.push(ParseError {
-                    line,
-                    text: raw.to_string(),
-                    reason: format!(
-                        "contains the control character {c:?} (U+{:04X}); tuned's configparser would stop at it \
-                         or misread the line: remove it",
-                        c as u32
-                    ),
-                });
+            if let Some(e) = control_character(line, raw) {
+                errors.push(e);
                 continue;
             }
             let full_comment = {
@@ -130,17 +137,7 @@ impl Conf {
                 .and_then(|r| r.rfind(']').map(|end| &r[..end]))
                 .filter(|n| !n.is_empty())
             {
-                section = Some(match conf.sections.iter().position(|s| s.name == name) {
-                    Some(existing) => existing,
-                    None => {
-                        conf.sections.push(Section {
-                            name: name.to_string(),
-                            line,
-                            options: Vec::new(),
-                        });
-                        conf.sections.len() - 1
-                    }
-                });
+                section = Some(conf.open_section(name, line));
                 option = None;
                 continue;
             }
@@ -173,6 +170,19 @@ impl Conf {
             }
         }
         if errors.is_empty() { Ok(conf) } else { Err(errors) }
+    }
+
+    /// The index of the section `name`, added (first seen on `line`) when new.
+    fn open_section(&mut self, name: &str, line: usize) -> usize {
+        if let Some(existing) = self.sections.iter().position(|s| s.name == name) {
+            return existing;
+        }
+        self.sections.push(Section {
+            name: name.to_string(),
+            line,
+            options: Vec::new(),
+        });
+        self.sections.len() - 1
     }
 
     /// The section named `name`.
