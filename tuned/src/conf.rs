@@ -80,6 +80,21 @@ fn inline_comment(line: &str) -> Option<usize> {
         .map(|(i, _)| i)
 }
 
+/// The error for line `line` when it holds a control character other than a tab
+/// (NUL, ESC, a lone CR, …): tuned's configparser would stop at it or misread the line.
+fn control_character(line: usize, raw: &str) -> Option<ParseError> {
+    let c = raw.chars().find(|&c| c.is_control() && c != '\t')?;
+    Some(ParseError {
+        line,
+        text: raw.to_string(),
+        reason: format!(
+            "contains the control character {c:?} (U+{:04X}); tuned's configparser would stop at it \
+             or misread the line: remove it",
+            c as u32
+        ),
+    })
+}
+
 impl Conf {
     /// Parses profile text; every line tuned would refuse is reported.
     pub fn parse(text: &str) -> Result<Conf, Vec<ParseError>> {
@@ -90,6 +105,10 @@ impl Conf {
         let mut indent_level = usize::MAX;
         for (i, raw) in text.lines().enumerate() {
             let line = i + 1;
+            if let Some(e) = control_character(line, raw) {
+                errors.push(e);
+                continue;
+            }
             let full_comment = {
                 let t = raw.trim();
                 t.starts_with('#') || t.starts_with(';')
@@ -118,17 +137,7 @@ impl Conf {
                 .and_then(|r| r.rfind(']').map(|end| &r[..end]))
                 .filter(|n| !n.is_empty())
             {
-                section = Some(match conf.sections.iter().position(|s| s.name == name) {
-                    Some(existing) => existing,
-                    None => {
-                        conf.sections.push(Section {
-                            name: name.to_string(),
-                            line,
-                            options: Vec::new(),
-                        });
-                        conf.sections.len() - 1
-                    }
-                });
+                section = Some(conf.open_section(name, line));
                 option = None;
                 continue;
             }
@@ -163,6 +172,19 @@ impl Conf {
         if errors.is_empty() { Ok(conf) } else { Err(errors) }
     }
 
+    /// The index of the section `name`, added (first seen on `line`) when new.
+    fn open_section(&mut self, name: &str, line: usize) -> usize {
+        if let Some(existing) = self.sections.iter().position(|s| s.name == name) {
+            return existing;
+        }
+        self.sections.push(Section {
+            name: name.to_string(),
+            line,
+            options: Vec::new(),
+        });
+        self.sections.len() - 1
+    }
+
     /// The section named `name`.
     pub fn section(&self, name: &str) -> Option<&Section> {
         self.sections.iter().find(|s| s.name == name)
@@ -181,6 +203,14 @@ impl Conf {
             .flat_map(|s| s.options.iter().filter(|o| o.name == "script").map(move |o| (s, o)))
     }
 
+    /// Every option of the bootloader units (enabled or not) that reaches the boot line.
+    pub fn boot_line_options(&self) -> impl Iterator<Item = &Opt> {
+        self.sections
+            .iter()
+            .filter(|s| s.name != "main" && s.unit_type() == "bootloader")
+            .flat_map(|s| s.options.iter().filter(|o| reaches_boot_line(&o.name)))
+    }
+
     /// The options of the enabled bootloader units, as `[section] name=value` lines.
     pub fn bootloader(&self) -> Vec<String> {
         self.sections
@@ -194,6 +224,66 @@ impl Conf {
             })
             .collect()
     }
+}
+
+/// Whether the option `name` of a bootloader unit ends up on the boot line: `cmdline`
+/// and `cmdline_<suffix>` become kernel arguments, `initrd_add_img` and `initrd_dst_img`
+/// name the image on GRUB's `initrd` line (tuned's grub2 template expands both).
+pub fn reaches_boot_line(name: &str) -> bool {
+    name == "cmdline" || name.starts_with("cmdline_") || name == "initrd_add_img" || name == "initrd_dst_img"
+}
+
+/// Why the bootloader option value `value` may not reach the boot line, if it may not.
+///
+/// tuned expands its variables and functions (`${isolated_cores}`,
+/// `${f:cpulist_invert:${isolated_cores}}`) before it writes the line, so each
+/// `${…}` is taken as one opaque placeholder; `$(`, a backquote and `;` are refused
+/// anywhere (also inside `${…}`, where no tuned function needs them), and every
+/// literal token left must pass the shared kernel-argument rule
+/// ([`skyhook_core::boot::cmdline::check_arg`]). A leading `-` or `+` (tuned's
+/// remove/append markers) passes that rule as is.
+pub fn boot_line_problem(value: &str) -> Option<String> {
+    for bad in ["$(", "`", ";"] {
+        if value.contains(bad) {
+            return Some(format!(
+                "contains {bad:?}, which GRUB's script parser or the shell reading GRUB's defaults would act on; \
+                 it is refused anywhere on a bootloader line, also inside ${{…}}"
+            ));
+        }
+    }
+    let literal = match without_expansions(value) {
+        Ok(l) => l,
+        Err(why) => return Some(why),
+    };
+    literal.split_whitespace().find_map(|token| {
+        skyhook_core::boot::cmdline::check_arg(token)
+            .err()
+            .map(|why| format!("the kernel argument {token:?} {why}"))
+    })
+}
+
+/// `value` with each tuned `${…}` expansion (nesting allowed) replaced by `x`.
+fn without_expansions(value: &str) -> std::result::Result<String, String> {
+    let mut out = String::with_capacity(value.len());
+    let mut depth = 0usize;
+    let mut chars = value.chars().peekable();
+    while let Some(c) = chars.next() {
+        if c == '$' && chars.peek() == Some(&'{') {
+            chars.next();
+            if depth == 0 {
+                out.push('x');
+            }
+            depth += 1;
+        } else if c == '}' && depth > 0 {
+            depth -= 1;
+        } else if depth == 0 {
+            out.push(c);
+        }
+    }
+    if depth > 0 {
+        return Err("has a '${' without its closing '}'; tuned could not expand it".into());
+    }
+    Ok(out)
 }
 
 /// One name listed by `include=`.
@@ -334,6 +424,49 @@ mod tests {
         assert!(e[1].reason.contains("neither a [section] header"), "{}", e[1].reason);
         assert!(e[2].reason.contains("no option name"), "{}", e[2].reason);
         assert_eq!(e[1].text, "just words");
+    }
+
+    #[test]
+    fn refuses_control_characters_with_the_line() {
+        let e = Conf::parse("[main]\nsummary=a\0b\n# c\x1b\nx=1\tok\n").unwrap_err();
+        let lines: Vec<usize> = e.iter().map(|e| e.line).collect();
+        assert_eq!(lines, [2, 3], "a tab is fine, a control character in a comment is not");
+        assert!(
+            e[0].reason.contains("'\\0'") && e[0].reason.contains("U+0000"),
+            "{}",
+            e[0].reason
+        );
+        assert!(e[1].reason.contains("U+001B"), "{}", e[1].reason);
+    }
+
+    #[test]
+    fn boot_line_values_follow_the_kernel_argument_rule_around_tuned_expansions() {
+        for good in [
+            "isolcpus=${isolated_cores} nohz_full=${f:cpulist_invert:${isolated_cores}}",
+            "-kernel.panic +kernel.panic=20",
+            "quiet\nsplash",
+            "${f:regex_search_ternary:${f:exec:uname:-r}:rt:a:b}",
+        ] {
+            assert_eq!(boot_line_problem(good), None, "{good}");
+        }
+        let cases: &[(&str, &str)] = &[
+            ("quiet;reboot", "\";\""),
+            ("$(reboot)", "\"$(\""),
+            ("`id`", "\"`\""),
+            ("x=${f:exec:`id`}", "\"`\""),
+            ("a#b", "'#'"),
+            ("a|b", "'|'"),
+            ("a='b'", "'\\''"),
+            ("a=$b", "'$'"),
+            ("a=${b", "without its closing"),
+            ("=1", "starts with '='"),
+        ];
+        for (bad, named) in cases {
+            let why = boot_line_problem(bad).expect(bad);
+            assert!(why.contains(named), "{bad:?}: {why}");
+        }
+        assert!(reaches_boot_line("cmdline") && reaches_boot_line("cmdline_x") && reaches_boot_line("initrd_dst_img"));
+        assert!(!reaches_boot_line("initrd_add_dir") && !reaches_boot_line("skip_grub_config"));
     }
 
     #[test]

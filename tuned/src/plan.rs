@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use skyhook_core::runtime::error::bad_line;
+use skyhook_core::runtime::error::{bad_line, excerpt};
 use skyhook_core::{ConfigMaps, Error, Host, Result};
 
 use crate::conf::{self, Conf, Include};
@@ -130,17 +130,35 @@ pub struct Plan {
     pub bootloader: Vec<String>,
 }
 
+/// The longest profile or script name accepted: one file-name component (Linux's
+/// NAME_MAX is 255 bytes).
+pub const MAX_NAME_BYTES: usize = 255;
+
+/// Why `name` is not usable as one profile or script file name, if it is not: tuned's
+/// characters (letters, digits, `_`, `.`, `-`), not starting with `-` (tuned-adm would
+/// read an option) or `.` (`.`, `..` and hidden files), at most [`MAX_NAME_BYTES`].
+pub fn name_problem(name: &str) -> Option<String> {
+    if name.len() > MAX_NAME_BYTES {
+        return Some(format!(
+            "the name is {} bytes long; a file name holds at most {MAX_NAME_BYTES}",
+            name.len()
+        ));
+    }
+    if !conf::is_safe_profile_name(name) {
+        return Some("a name may hold only letters, digits, '_', '.' and '-' (tuned ignores other names)".into());
+    }
+    if name.starts_with('-') {
+        return Some("a name must not start with '-' (tuned-adm would read it as an option)".into());
+    }
+    if name.starts_with('.') {
+        return Some("a name must not start with '.' ('.', '..' and hidden files are no usable file names)".into());
+    }
+    None
+}
+
 fn key_problem(key: &str) -> Option<String> {
-    if !conf::is_safe_profile_name(key) {
-        return Some(
-            "a profile name may hold only letters, digits, '_', '.' and '-' (tuned ignores other names)".into(),
-        );
-    }
-    if key.starts_with('-') {
-        return Some("a profile name must not start with '-' (tuned-adm would read it as an option)".into());
-    }
-    if key.starts_with('.') {
-        return Some("a profile name must not start with '.' (a hidden directory)".into());
+    if let Some(why) = name_problem(key) {
+        return Some(why);
     }
     if RESERVED.contains(&key) {
         return Some(format!(
@@ -439,12 +457,18 @@ fn include_problems(p: &ProfileKey, view: &View) -> Vec<String> {
     let shown = format!("include={}", include.value);
     for inc in conf::include_names(&include.value) {
         match inc {
-            Include::Required(name) if !conf::is_safe_profile_name(&name) => problems.push(bad_line(
-                &p.name,
-                include.line,
-                &shown,
-                format!("{name:?} is not a valid profile name"),
-            )),
+            Include::Required(name) | Include::Optional(name) if name_problem(&name).is_some() => {
+                problems.push(bad_line(
+                    &p.name,
+                    include.line,
+                    &shown,
+                    format!(
+                        "{} is not a valid profile name: {}",
+                        excerpt(&name),
+                        name_problem(&name).unwrap_or_default()
+                    ),
+                ))
+            }
             Include::Required(name) if view.find(&name, Some(&own)).is_none() => problems.push(bad_line(
                 &p.name,
                 include.line,
@@ -521,10 +545,10 @@ fn script_problem(section: &str, path: &Path, view: &View) -> Result<Option<Stri
 /// The script key `key` (`name` is the key without its suffix).
 fn script_key(key: &str, name: &str, raw: &[u8]) -> std::result::Result<ScriptKey, String> {
     let name = if name.is_empty() { key } else { name };
-    if name == "." || name == ".." {
+    if let Some(why) = name_problem(name) {
         return Err(format!(
             "configMap key {key:?}: the script name {name:?} (the key without {SCRIPT_SUFFIX:?}) \
-             is not a usable file name"
+             is not a usable file name in {SCRIPTS_DIR}: {why}"
         ));
     }
     if !raw.starts_with(b"#!") {
@@ -543,11 +567,23 @@ fn script_key(key: &str, name: &str, raw: &[u8]) -> std::result::Result<ScriptKe
 /// The custom profile key `key` with its text, parsed; its format errors otherwise.
 fn profile_key(key: &str, text: &str, raw: &[u8]) -> std::result::Result<ProfileKey, Vec<String>> {
     match Conf::parse(text) {
-        Ok(conf) => Ok(ProfileKey {
-            name: key.to_string(),
-            content: raw.to_vec(),
-            conf,
-        }),
+        Ok(conf) => {
+            let problems: Vec<String> = conf
+                .boot_line_options()
+                .filter_map(|o| {
+                    conf::boot_line_problem(&o.value)
+                        .map(|why| bad_line(key, o.line, &format!("{}={}", o.name, o.value), why))
+                })
+                .collect();
+            if !problems.is_empty() {
+                return Err(problems);
+            }
+            Ok(ProfileKey {
+                name: key.to_string(),
+                content: raw.to_vec(),
+                conf,
+            })
+        }
         Err(errors) => Err(errors
             .into_iter()
             .map(|e| {
@@ -591,13 +627,13 @@ fn parse_active(text: &str) -> std::result::Result<Vec<String>, Vec<String>> {
     }
     let mut problems = Vec::new();
     for n in &names {
-        if !conf::is_safe_profile_name(n) || n.starts_with('-') {
+        if let Some(why) = name_problem(n) {
             let (line, shown) = line_of(text, n);
             problems.push(bad_line(
                 PROFILE_KEY,
                 line,
                 shown,
-                format!("{n:?} is not a valid profile name (letters, digits, '_', '.', '-'; not starting with '-')"),
+                format!("{} is not a valid profile name: {why}", excerpt(n)),
             ));
         }
     }

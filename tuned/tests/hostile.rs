@@ -114,6 +114,55 @@ const VALUES: &[Row] = &[
         "reboot",
     ),
     (
+        "ESC in a profile",
+        "custom_profile",
+        b"[main]\nsummary=a\x1bb\n",
+        2,
+        "summary",
+    ),
+    (
+        "CR inside a profile line",
+        "custom_profile",
+        b"[main]\nsummary=a\rinclude=x\n",
+        2,
+        "summary",
+    ),
+    (
+        "$( inside a tuned expansion",
+        "custom_profile",
+        b"[bootloader]\ncmdline=isolcpus=${f:exec:$(reboot)}\n",
+        2,
+        "isolcpus",
+    ),
+    (
+        "unclosed tuned expansion",
+        "custom_profile",
+        b"[bootloader]\ncmdline=isolcpus=${isolated_cores\n",
+        2,
+        "isolcpus",
+    ),
+    (
+        "quote on the kernel line",
+        "custom_profile",
+        b"[bootloader]\ncmdline=a='b'\n",
+        2,
+        "a='b'",
+    ),
+    (
+        "; in the initrd image name",
+        "custom_profile",
+        b"[bootloader]\ninitrd_dst_img=/boot/x;reboot\n",
+        2,
+        "initrd_dst_img",
+    ),
+    (
+        "; in a disabled bootloader unit",
+        "custom_profile",
+        b"[kargs]\ntype=bootloader\nenabled=false\ncmdline=quiet;reboot\n",
+        4,
+        "quiet;reboot",
+    ),
+    (
         "line without =",
         "custom_profile",
         b"[main]\nnot an option\n",
@@ -121,6 +170,63 @@ const VALUES: &[Row] = &[
         "not an option",
     ),
 ];
+
+/// What core says about a value over its 1 MiB limit.
+const OVER_LIMIT: &str = "larger than the limit";
+
+/// Oversized values: over the 1 MiB value limit core refuses them before any parsing;
+/// just under it the package's own message must still name the key and the line, and
+/// a list of problems stays bounded ("… and N more").
+fn size_cases() -> Vec<Case> {
+    const UNDER: usize = 1_000_000;
+    let mut cases = Vec::new();
+    for key in ["tuned_profile", "custom_profile"] {
+        cases.push(
+            Case::new(&format!("{key}: one 10 MB line"), "config")
+                .key(key, "x".repeat(10 << 20))
+                .says(OVER_LIMIT),
+        );
+    }
+    cases.push(
+        Case::new("tuned_profile: one 1 MB name", "config")
+            .key("tuned_profile", "x".repeat(UNDER))
+            .line(1)
+            .says("bytes long"),
+    );
+    cases.push(
+        Case::new("custom_profile: one 1 MB line", "config")
+            .key("custom_profile", "x".repeat(UNDER))
+            .line(1)
+            .says("before any [section]"),
+    );
+    let bad_lines = |n: usize| format!("[main]\n{}", "bogus line\n".repeat(n));
+    cases.push(
+        Case::new("custom_profile: 100k bad lines", "config")
+            .key("custom_profile", bad_lines(100_000))
+            .says(OVER_LIMIT),
+    );
+    cases.push(
+        Case::new("custom_profile: 90k bad lines", "config")
+            .key("custom_profile", bad_lines(90_000))
+            .line(2)
+            .says("bogus line")
+            .says("more"),
+    );
+    let names = |n: usize| "no-such-profile\n".repeat(n);
+    cases.push(
+        Case::new("tuned_profile: 100k names", "config")
+            .key("tuned_profile", names(100_000))
+            .says(OVER_LIMIT),
+    );
+    cases.push(
+        Case::new("tuned_profile: 60k names", "config")
+            .key("tuned_profile", names(60_000))
+            .line(1)
+            .says("no-such-profile")
+            .says("more"),
+    );
+    cases
+}
 
 /// Key names that are no usable profile or script name: (what it tries, the key).
 const KEYS: &[(&str, &str)] = &[
@@ -134,6 +240,8 @@ const KEYS: &[(&str, &str)] = &[
     ("shell in the name", "x$(reboot)"),
     ("script named ..", ".._script"),
     ("script named .", "._script"),
+    ("hidden script name", ".x_script"),
+    ("script name starting with -", "-x_script"),
     ("newline in the name", "a\nb"),
 ];
 
@@ -167,24 +275,7 @@ fn hostile_values_are_refused() {
             if excerpt.is_empty() { case } else { case.says(excerpt) }
         })
         .collect();
-    for key in ["tuned_profile", "custom_profile"] {
-        cases.push(
-            Case::new(&format!("{key}: one 10 MB line"), "config")
-                .key(key, "x".repeat(10 << 20))
-                .line(1),
-        );
-    }
-    cases.push(
-        Case::new("custom_profile: 100k bad lines", "config")
-            .key("custom_profile", format!("[main]\n{}", "bogus line\n".repeat(100_000)))
-            .line(2)
-            .says("more"),
-    );
-    cases.push(
-        Case::new("tuned_profile: 100k names", "config")
-            .key("tuned_profile", "no-such-profile\n".repeat(100_000))
-            .says("no-such-profile"),
-    );
+    cases.extend(size_cases());
     corpus(cases);
 }
 

@@ -119,6 +119,17 @@ pub struct ConfigMaps {
     entries: BTreeMap<String, Vec<u8>>,
 }
 
+/// Whether `name` is an entry Kubernetes itself creates in a mounted ConfigMap
+/// volume: `..data`, `..data_tmp` (while the kubelet swaps it) and the timestamped
+/// `..2024_01_01_00_00_00.123456789` directory.
+fn is_kubernetes_entry(name: &str) -> bool {
+    name == "..data"
+        || name == "..data_tmp"
+        || name
+            .strip_prefix("..")
+            .is_some_and(|rest| rest.starts_with(|c: char| c.is_ascii_digit()))
+}
+
 /// Whether `key` is a valid Kubernetes ConfigMap key (`[-._a-zA-Z0-9]+`, not `.` or `..`).
 pub fn is_valid_key(key: &str) -> bool {
     !key.is_empty()
@@ -152,7 +163,16 @@ impl ConfigMaps {
         for entry in read_dir {
             let entry = entry.map_err(|e| HostError::io("read the configMap directory", dir, e))?;
             let name = entry.file_name().to_string_lossy().into_owned();
+            if is_kubernetes_entry(&name) {
+                continue;
+            }
             if name.starts_with("..") {
+                bad.push(format!(
+                    "configMap key {} in {} starts with '..', which Kubernetes refuses in a key name and \
+                     reserves for its own entries (..data, ..<timestamp>); rename the key",
+                    excerpt(&name),
+                    dir.display()
+                ));
                 continue;
             }
             if !is_valid_key(&name) {
@@ -272,6 +292,24 @@ mod tests {
         assert_eq!(m.text("empty").unwrap(), Some(""));
         assert_eq!(m.text("absent").unwrap(), None);
         assert_eq!(m.path("x"), d.path().join("x"));
+    }
+
+    #[test]
+    fn refuses_other_names_starting_with_two_dots_naming_the_key() {
+        let d = tempfile::tempdir().unwrap();
+        fs::write(d.path().join(".._script"), "#!/bin/sh\n").unwrap();
+        fs::write(d.path().join("..data_tmp"), "").unwrap();
+        let e = ConfigMaps::load(d.path()).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        let shown = e.to_string();
+        assert!(
+            shown.contains("\".._script\"") && shown.contains("starts with '..'"),
+            "{shown}"
+        );
+        assert!(
+            !shown.contains("..data_tmp"),
+            "Kubernetes' own entry is skipped: {shown}"
+        );
     }
 
     #[test]
