@@ -133,12 +133,7 @@ pub fn ensure_listed(host: &Host, tuned: &Tuned, names: &[String]) -> Result<()>
          /etc/tuned/tuned-main.conf and where the installed tuned package keeps its profiles; nothing was activated",
         missing.iter().map(|n| format!("{n:?}")).collect::<Vec<_>>().join(", "),
         listed.len(),
-        tuned
-            .dirs
-            .iter()
-            .map(|d| d.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
+        tuned.dirs_text(),
         tuned.dirs_source
     )))
 }

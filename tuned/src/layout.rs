@@ -83,6 +83,15 @@ pub struct Tuned {
 }
 
 impl Tuned {
+    /// The profile directories as one line for messages (`/usr/lib/tuned, /etc/tuned`).
+    pub fn dirs_text(&self) -> String {
+        self.dirs
+            .iter()
+            .map(|d| d.display().to_string())
+            .collect::<Vec<_>>()
+            .join(", ")
+    }
+
     /// Asks the node: `tuned --version`, falling back to the package manager's record.
     pub fn detect(host: &Host) -> Result<Self> {
         let (text, version) = match version_from_binary(host) {

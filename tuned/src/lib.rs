@@ -68,12 +68,7 @@ fn config(step: &Step) -> Result<Outcome> {
     log::info!(
         "tuned {} reads profiles from {} ({}); custom profiles go to {}",
         tuned.version_text,
-        tuned
-            .dirs
-            .iter()
-            .map(|d| d.display().to_string())
-            .collect::<Vec<_>>()
-            .join(", "),
+        tuned.dirs_text(),
         tuned.dirs_source,
         tuned.user_dir.display()
     );
