@@ -429,3 +429,26 @@ fn excerpt(output: &str) -> String {
     let lines: Vec<&str> = output.lines().take(12).collect();
     lines.join("\n")
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_to_the_fake_proc_sys_is_killed_at_its_open() {
+        let n = Node::new("/bin/true");
+        let root = n.root().display().to_string();
+        let log = format!(
+            "openat(AT_FDCWD</>, \"{root}/proc/sys/vm/swappiness\", O_WRONLY|O_CLOEXEC|O_TRUNC) = 3<{root}/proc/sys/vm/swappiness>\n\
+             write(3<{root}/proc/sys/vm/swappiness>, \"10\\n\", 3) = 3\n\
+             openat(AT_FDCWD</>, \"{root}/etc/x\", O_WRONLY|O_CREAT|O_TRUNC, 0644) = 3<{root}/etc/x>\n\
+             write(3<{root}/etc/x>, \"a\", 1) = 1\n"
+        );
+        let calls: Vec<(String, usize)> = mutating_calls(&log, &n)
+            .into_iter()
+            .map(|c| (c.name, c.ordinal))
+            .collect();
+        let expected = [("openat", 1), ("openat", 2), ("write", 2)];
+        assert_eq!(calls, expected.map(|(name, o)| (name.to_string(), o)));
+    }
+}
