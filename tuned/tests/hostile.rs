@@ -9,6 +9,7 @@
 mod common;
 
 use common::*;
+use skyhook_core::runtime::configmap::MAX_VALUE_BYTES;
 use skyhook_testkit::Node;
 use skyhook_testkit::hostile::{self, Case, Corpus};
 
@@ -167,22 +168,41 @@ fn hostile_values_are_refused() {
             if excerpt.is_empty() { case } else { case.says(excerpt) }
         })
         .collect();
+    // Over the 1 MiB configMap limit a value is refused before any line is parsed:
+    // the message names the key and the limit. The under-limit variants still prove
+    // a bounded message naming the key and the line.
+    let limit = MAX_VALUE_BYTES.to_string();
     for key in ["tuned_profile", "custom_profile"] {
         cases.push(
             Case::new(&format!("{key}: one 10 MB line"), "config")
                 .key(key, "x".repeat(10 << 20))
+                .says(&limit),
+        );
+        cases.push(
+            Case::new(&format!("{key}: one 900 KB line"), "config")
+                .key(key, "x".repeat(900 << 10))
                 .line(1),
         );
     }
     cases.push(
         Case::new("custom_profile: 100k bad lines", "config")
             .key("custom_profile", format!("[main]\n{}", "bogus line\n".repeat(100_000)))
+            .says(&limit),
+    );
+    cases.push(
+        Case::new("custom_profile: 50k bad lines", "config")
+            .key("custom_profile", format!("[main]\n{}", "bogus line\n".repeat(50_000)))
             .line(2)
             .says("more"),
     );
     cases.push(
         Case::new("tuned_profile: 100k names", "config")
             .key("tuned_profile", "no-such-profile\n".repeat(100_000))
+            .says(&limit),
+    );
+    cases.push(
+        Case::new("tuned_profile: 50k names", "config")
+            .key("tuned_profile", "no-such-profile\n".repeat(50_000))
             .says("no-such-profile"),
     );
     corpus(cases);
