@@ -168,7 +168,11 @@ mod tests {
                 panic!("{key}: CR accepted")
             };
             assert_eq!(p.len(), 2, "{key}: one problem per line holding a CR: {p:#?}");
-            assert!(p[0].starts_with(&format!("configMap key {key:?} line 2 (\"first\\r\")")), "{}", p[0]);
+            assert!(
+                p[0].starts_with(&format!("configMap key {key:?} line 2 (\"first\\r\")")),
+                "{}",
+                p[0]
+            );
             assert!(p[1].contains("line 3 (\"second\\rthird\")"), "{}", p[1]);
             assert!(p[0].contains("save the value with LF line endings"), "{}", p[0]);
         }

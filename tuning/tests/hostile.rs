@@ -186,7 +186,11 @@ fn grub_conf_characters_grub_or_a_shell_acts_on_are_refused() {
 #[test]
 fn service_drop_in_hostile_values_are_refused() {
     let mut cases = rows("service_containerd.conf", DROPIN);
-    cases.extend(hostile::long_value_cases("service_containerd.conf", "config", "garbage..."));
+    cases.extend(hostile::long_value_cases(
+        "service_containerd.conf",
+        "config",
+        "garbage...",
+    ));
     corpus(cases);
 }
 
