@@ -8,6 +8,7 @@
 mod common;
 
 use common::*;
+use skyhook_core::runtime::configmap::MAX_VALUE_BYTES;
 use skyhook_testkit::Node;
 use skyhook_testkit::hostile::{self, Case, Corpus};
 
@@ -77,9 +78,16 @@ fn crashkernel_cases() -> Vec<Case> {
             if excerpt.is_empty() { case } else { case.says(excerpt) }
         })
         .collect();
+    // Over the 1 MiB configMap limit the value is refused before it is parsed (the
+    // message names the key and the limit); under it, the parser quotes an excerpt.
     cases.push(
         Case::new("crashkernel: 10 MB value", "config")
             .key("crashkernel", "256M;".repeat(2 << 20))
+            .says(&MAX_VALUE_BYTES.to_string()),
+    );
+    cases.push(
+        Case::new("crashkernel: 900 KB value", "config")
+            .key("crashkernel", "256M;".repeat((900 << 10) / 5))
             .says("256M;256M;"),
     );
     cases.push(

@@ -161,6 +161,14 @@ mod tests {
     }
 
     #[test]
+    fn a_unit_name_longer_than_systemd_allows_is_refused() {
+        let key = format!("service_{}.conf", "u".repeat(300));
+        let e = unit_of_key(&key).unwrap_err();
+        assert!(e.contains("does not name a systemd service"), "{e}");
+        assert!(e.contains("308 bytes long; systemd allows 255"), "{e}");
+    }
+
+    #[test]
     fn understands_limits_with_the_last_one_winning() {
         let d = DropIn::parse(
             "service_containerd.conf",

@@ -5,6 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
+use skyhook_core::runtime::error::bad_line;
 use skyhook_core::{ConfigMaps, Error, Result};
 
 use crate::dropin::{self, DropIn};
@@ -46,6 +47,12 @@ impl Desired {
                 }
                 Err(e) => return Err(e),
             };
+            let known = matches!(key, sysctl::KEY | ulimit::KEY | grub::KEY) || dropin::is_key(key);
+            let carriage_returns = carriage_returns(key, text);
+            if known && !carriage_returns.is_empty() {
+                problems.extend(carriage_returns);
+                continue;
+            }
             let result = match key {
                 sysctl::KEY => SysctlConf::parse(text).map(|c| desired.sysctl = Some(c)),
                 ulimit::KEY => UlimitConf::parse(text).map(|c| desired.ulimit = Some(c)),
@@ -99,6 +106,26 @@ impl Desired {
     }
 }
 
+/// Every line of `key`'s value holding a carriage return (CR, CRLF line endings):
+/// refused in every key this package reads, because a drop-in written with CR
+/// bytes breaks systemd's parsing, a CR on GRUB's kernel line is a hostile byte,
+/// and a CR in a sysctl or limits line ends up in the value.
+fn carriage_returns(key: &str, text: &str) -> Vec<String> {
+    text.split('\n')
+        .enumerate()
+        .filter(|(_, line)| line.contains('\r'))
+        .map(|(i, line)| {
+            bad_line(
+                key,
+                i + 1,
+                line,
+                "the line contains a carriage return (CR, as in Windows CRLF line endings); \
+                 save the value with LF line endings (e.g. with dos2unix) and apply it again",
+            )
+        })
+        .collect()
+}
+
 /// A file the configMap asks for.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct WantedFile {
@@ -131,6 +158,24 @@ mod tests {
             p.iter()
                 .any(|m| m.contains("\"sysctl.cfg\" is not one this package reads"))
         );
+    }
+
+    #[test]
+    fn carriage_returns_are_refused_naming_key_line_and_fix() {
+        for key in ["sysctl.conf", "ulimit.conf", "grub.conf", "service_containerd.conf"] {
+            let cm = ConfigMaps::from_entries([(key, "# fine\nfirst\r\nsecond\rthird\n")]);
+            let Err(Error::Input(p)) = Desired::parse(&cm) else {
+                panic!("{key}: CR accepted")
+            };
+            assert_eq!(p.len(), 2, "{key}: one problem per line holding a CR: {p:#?}");
+            assert!(
+                p[0].starts_with(&format!("configMap key {key:?} line 2 (\"first\\r\")")),
+                "{}",
+                p[0]
+            );
+            assert!(p[1].contains("line 3 (\"second\\rthird\")"), "{}", p[1]);
+            assert!(p[0].contains("save the value with LF line endings"), "{}", p[0]);
+        }
     }
 
     #[test]

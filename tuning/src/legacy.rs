@@ -88,6 +88,11 @@ pub fn adopt(host: &skyhook_core::Host, paths: &Paths, state: &mut State) -> Res
 }
 
 /// upgrade: migrates a node from the bash package (or any earlier version).
+///
+/// The migration's intent (the files taken over, the version migrated from) is
+/// saved before the first change, and every later step is decided from what is on
+/// the node, so a rerun after a kill at any instant finishes the migration exactly
+/// as an uninterrupted run does.
 pub fn upgrade(step: &Step) -> Result<Outcome> {
     let host = &step.host;
     let paths = Paths::from_ctx(&step.ctx);
@@ -99,15 +104,35 @@ pub fn upgrade(step: &Step) -> Result<Outcome> {
     log::info!("upgrading from {previous}");
     let store = step.state();
     let mut state: State = store.load()?;
-    let adopted = adopt(host, &paths, &mut state)?;
-    // Move the bash package's sysctl file to the name that wins at boot.
+    if adopt(host, &paths, &mut state)? && state.migrated_from.is_none() {
+        state.migrated_from = Some(previous.to_string());
+    }
+    if !state.is_empty() {
+        store.save(&state)?;
+    }
+    move_bash_sysctl(step, &paths, &mut state)?;
+    if state.is_empty() {
+        log::info!("nothing of an earlier version found on this node: nothing to migrate");
+        store.clear()?;
+    } else {
+        store.save(&state)?;
+    }
+    Ok(Outcome::done())
+}
+
+/// Moves the bash package's sysctl file to the name that wins at boot: writes ours
+/// (claimed and saved first) unless it is there, then removes the old one and
+/// forgets it, also when a killed run already removed it.
+fn move_bash_sysctl(step: &Step, paths: &Paths, state: &mut State) -> Result<()> {
+    let host = &step.host;
     let ours = paths.sysctl();
     for name in &paths.legacy_names {
         let old = Paths::legacy_sysctl(name);
-        let Some(content) = host.read(&old)? else { continue };
-        if !host.exists(&ours) {
+        if let Some(content) = host.read(&old)?
+            && !host.exists(&ours)
+        {
             state.footprint.claim(host, &ours);
-            store.save(&state)?;
+            step.state().save(state)?;
             host.write(&ours, &content, 0o644)?;
             log::info!(
                 "moved {} to {}, which sorts after other sysctl files",
@@ -117,16 +142,7 @@ pub fn upgrade(step: &Step) -> Result<Outcome> {
         }
         state.footprint.remove(host, &old)?;
     }
-    if adopted && state.migrated_from.is_none() {
-        state.migrated_from = Some(previous.to_string());
-    }
-    if state.is_empty() {
-        log::info!("nothing of an earlier version found on this node: nothing to migrate");
-        store.clear()?;
-    } else {
-        store.save(&state)?;
-    }
-    Ok(Outcome::done())
+    Ok(())
 }
 
 /// upgrade-check: nothing of the bash package is left that this package does not

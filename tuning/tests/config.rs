@@ -184,7 +184,11 @@ fn every_bad_input_is_refused_before_any_change() {
         ),
         ("ulimit.conf", b"nofile=\n", "there is no value after '=' for nofile"),
         ("grub.conf", b"dyndbg=\"+p\"\n", "contains '\"'"),
-        ("grub.conf", b"quiet\rsplash\n", "contains '\\r'"),
+        (
+            "grub.conf",
+            b"quiet\rsplash\n",
+            "line 1 (\"quiet\\rsplash\"): the line contains a carriage return",
+        ),
         (
             "service_containerd.conf",
             b"[Service]\nLimitNOFILE=1\0\n",

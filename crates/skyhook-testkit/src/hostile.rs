@@ -14,6 +14,8 @@ use std::os::unix::ffi::OsStringExt;
 use std::process::Command;
 use std::time::Duration;
 
+use skyhook_core::runtime::configmap::MAX_VALUE_BYTES;
+
 use crate::saved::Saved;
 use crate::{Node, Tree, limited};
 
@@ -44,11 +46,19 @@ pub enum Input {
     Env(String, OsString),
     /// An environment variable pointing to a regular file (not a directory).
     EnvFile(String),
+    /// An environment variable pointing to [`ABSENT_DIR`] inside the case's own
+    /// temporary directory, a path that surely does not exist (a path such as
+    /// `/nonexistent/...` may exist on the machine running the tests, or be created
+    /// by a package that wrongly accepts it).
+    EnvAbsentDir(String),
     /// An environment variable removed.
     Unset(String),
     /// The step's argument instead of the mode (any bytes).
     Arg(OsString),
 }
+
+/// The name of the directory [`Input::EnvAbsentDir`] points to, never created.
+pub const ABSENT_DIR: &str = "no-such-copy-dir";
 
 /// One hostile input and what its run must show.
 #[derive(Debug, Clone)]
@@ -230,6 +240,11 @@ impl<'a> Corpus<'a> {
                     std::fs::write(&secret, format!("{SECRET}\n")).expect("write the outside file");
                     env.push((name.clone(), Some(secret.clone().into_os_string())));
                 }
+                Input::EnvAbsentDir(name) => {
+                    let absent = self.node.copy_dir().with_file_name(ABSENT_DIR);
+                    assert!(!absent.exists(), "{} must not exist", absent.display());
+                    env.push((name.clone(), Some(absent.into_os_string())));
+                }
                 Input::Unset(name) => env.push((name.clone(), None)),
                 Input::Arg(a) => arg = a.clone(),
             }
@@ -283,8 +298,9 @@ pub fn environment_cases(mode: &str) -> Vec<Case> {
             .says("SKYHOOK_DIR"),
         Case::new("SKYHOOK_DIR empty", mode).env("SKYHOOK_DIR", ""),
         Case::new("SKYHOOK_DIR does not exist", mode)
-            .env("SKYHOOK_DIR", "/nonexistent/copy")
-            .says("/nonexistent/copy"),
+            .input(Input::EnvAbsentDir("SKYHOOK_DIR".into()))
+            .says("SKYHOOK_DIR")
+            .says(ABSENT_DIR),
         Case::new("SKYHOOK_DIR relative", mode)
             .env("SKYHOOK_DIR", "copy")
             .says("\"copy\""),
@@ -391,6 +407,33 @@ pub fn file_cases(key: &str, mode: &str, big_line: &str) -> Vec<Case> {
             .input(Input::LinkOutside(key.into()))
             .says(key),
         Case::new(&format!("{key} of 8 MiB"), mode).key(key, big),
+    ]
+}
+
+/// The long-value cases for `key` (read in `mode`), built from `bad_line`, a line
+/// the package refuses. Over the 1 MiB configMap limit (a 10 MB line, 100k lines)
+/// the value is refused before any line is parsed: the message names the key and
+/// the limit. Under the limit (a 900 KB line, 50k lines) the parser sees every
+/// line: the message names the key and line 1, quotes a bounded excerpt and cuts
+/// the list of bad lines short (`more`); the output stays under [`OUTPUT_LIMIT`].
+pub fn long_value_cases(key: &str, mode: &str, bad_line: &str) -> Vec<Case> {
+    let limit = MAX_VALUE_BYTES.to_string();
+    let line_of = |bytes: usize| bad_line.repeat(bytes / bad_line.len().max(1));
+    let lines = |count: usize| format!("{bad_line}\n").repeat(count);
+    vec![
+        Case::new(&format!("{key}: one 10 MB line"), mode)
+            .key(key, line_of(10 << 20))
+            .says(&limit),
+        Case::new(&format!("{key}: 100k bad lines"), mode)
+            .key(key, lines(100_000))
+            .says(&limit),
+        Case::new(&format!("{key}: one 900 KB line"), mode)
+            .key(key, line_of(900 << 10))
+            .line(1),
+        Case::new(&format!("{key}: 50k bad lines under 1 MiB"), mode)
+            .key(key, lines(50_000))
+            .line(1)
+            .says("more"),
     ]
 }
 

@@ -314,12 +314,21 @@ impl State {
 
 /// The mutating calls of a strace log (`-y`, one process), with per-name ordinals;
 /// writes to the stand-ins' call log are left out.
+///
+/// A write to a file of the fake `/proc/sys` is killed at the open of its file
+/// descriptor instead. The fake is a regular file, which the open's `O_TRUNC`
+/// empties before the write; the kernel's procfs never does (truncating a sysctl
+/// file changes nothing), so on a real node a step killed before its write leaves
+/// the kernel value as it was. Killing at the open gives the fake exactly that
+/// outcome: value unchanged, as a kill before the write on a real node.
 pub fn mutating_calls(log: &str, node: &Node) -> Vec<Call> {
     // The simulation's own bookkeeping (the call log the host layer appends to before
     // each command) is not the package's: no kill point there.
     let calls_log = node.commands_dir().join("calls.log").display().to_string();
+    let proc_sys = node.root().join("proc/sys").display().to_string();
     let mut seen = std::collections::BTreeMap::<String, usize>::new();
-    let mut calls = Vec::new();
+    let mut opened = std::collections::BTreeMap::<String, (usize, String)>::new();
+    let mut calls: Vec<Call> = Vec::new();
     for line in log.lines() {
         let Some((name, args)) = line.split_once('(') else {
             continue;
@@ -332,29 +341,55 @@ pub fn mutating_calls(log: &str, node: &Node) -> Vec<Call> {
         }
         let ordinal = seen.entry(name.to_string()).or_default();
         *ordinal += 1;
-        if is_mutating(name, args, *ordinal) && !line.contains(&calls_log) {
-            calls.push(Call {
-                index: calls.len(),
-                name: name.to_string(),
-                ordinal: *ordinal,
-                line: shorten(line, node),
-            });
+        let ordinal = *ordinal;
+        if matches!(name, "openat" | "open") {
+            if let Some(path) = opened_path(line) {
+                opened.insert(path.to_string(), (ordinal, line.to_string()));
+            }
         }
+        if !is_mutating(name, args, ordinal) || line.contains(&calls_log) {
+            continue;
+        }
+        let (name, ordinal, line) = match fd_path(args).filter(|p| p.starts_with(&proc_sys)) {
+            Some(path) => match opened.get(path) {
+                Some((open, open_line)) => ("openat", *open, open_line.as_str()),
+                None => (name, ordinal, line),
+            },
+            None => (name, ordinal, line),
+        };
+        if calls.iter().any(|c| c.name == name && c.ordinal == ordinal) {
+            continue;
+        }
+        calls.push(Call {
+            index: calls.len(),
+            name: name.to_string(),
+            ordinal,
+            line: shorten(line, node),
+        });
     }
     calls
+}
+
+/// The path of the file descriptor a call's first argument names (`3</a/b>`, `-y`).
+fn fd_path(args: &str) -> Option<&str> {
+    args.split_once('<')
+        .and_then(|(_, rest)| rest.split_once('>'))
+        .map(|(p, _)| p)
+}
+
+/// The path of the file descriptor an open returned (`... = 3</a/b>`, `-y`).
+fn opened_path(line: &str) -> Option<&str> {
+    let (_, ret) = line.rsplit_once(") = ")?;
+    ret.split_once('<')
+        .and_then(|(_, rest)| rest.rsplit_once('>'))
+        .map(|(p, _)| p)
 }
 
 /// Whether one traced call changes the node: writes only to files (not pipes,
 /// terminals or devices), opens only with `O_CREAT`, never the step's own `execve`.
 fn is_mutating(name: &str, args: &str, ordinal: usize) -> bool {
     match name {
-        "write" | "pwrite64" | "writev" => {
-            let fd_path = args
-                .split_once('<')
-                .and_then(|(_, rest)| rest.split_once('>'))
-                .map(|(p, _)| p);
-            fd_path.is_some_and(|p| p.starts_with('/') && !p.starts_with("/dev/"))
-        }
+        "write" | "pwrite64" | "writev" => fd_path(args).is_some_and(|p| p.starts_with('/') && !p.starts_with("/dev/")),
         "openat" | "open" => args.contains("O_CREAT"),
         "execve" => ordinal > 1,
         _ => true,
@@ -393,4 +428,27 @@ fn shorten(line: &str, node: &Node) -> String {
 fn excerpt(output: &str) -> String {
     let lines: Vec<&str> = output.lines().take(12).collect();
     lines.join("\n")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_write_to_the_fake_proc_sys_is_killed_at_its_open() {
+        let n = Node::new("/bin/true");
+        let root = n.root().display().to_string();
+        let log = format!(
+            "openat(AT_FDCWD</>, \"{root}/proc/sys/vm/swappiness\", O_WRONLY|O_CLOEXEC|O_TRUNC) = 3<{root}/proc/sys/vm/swappiness>\n\
+             write(3<{root}/proc/sys/vm/swappiness>, \"10\\n\", 3) = 3\n\
+             openat(AT_FDCWD</>, \"{root}/etc/x\", O_WRONLY|O_CREAT|O_TRUNC, 0644) = 3<{root}/etc/x>\n\
+             write(3<{root}/etc/x>, \"a\", 1) = 1\n"
+        );
+        let calls: Vec<(String, usize)> = mutating_calls(&log, &n)
+            .into_iter()
+            .map(|c| (c.name, c.ordinal))
+            .collect();
+        let expected = [("openat", 1), ("openat", 2), ("write", 2)];
+        assert_eq!(calls, expected.map(|(name, o)| (name.to_string(), o)));
+    }
 }

@@ -77,18 +77,20 @@ impl fmt::Display for PreviousVersion {
 pub const MAX_PACKAGE_NAME: usize = 63;
 
 /// Why `name` cannot be a package name, `None` when it can.
-fn package_name_problem(name: &str) -> Option<&'static str> {
+fn package_name_problem(name: &str) -> Option<String> {
     if name.is_empty() {
-        Some("the package name is empty")
+        Some("the package name is empty".into())
     } else if name.len() > MAX_PACKAGE_NAME {
-        Some("the package name is longer than 63 bytes")
+        Some("the package name is longer than 63 bytes".into())
     } else if !name
         .bytes()
         .all(|b| b.is_ascii_alphanumeric() || b == b'-' || b == b'.')
     {
-        Some("the package name may hold only letters, digits, '-' and '.'")
+        Some("the package name may hold only letters, digits, '-' and '.'".into())
     } else if !name.as_bytes()[0].is_ascii_alphanumeric() {
-        Some("the package name must start with a letter or a digit (so never '.' or '..')")
+        Some(format!(
+            "the package name {name:?} must start with a letter or a digit (so never '.' or '..')"
+        ))
     } else {
         None
     }
@@ -113,7 +115,7 @@ impl ResourceId {
             return Err(bad("the resource id is empty"));
         }
         if let Some(why) = package_name_problem(package) {
-            return Err(bad(why));
+            return Err(bad(&why));
         }
         let version = version
             .parse::<Version>()
@@ -280,9 +282,9 @@ mod tests {
             ("scr_tuning_v1.0.0", "no 'v' prefix"),
             ("scr_tuning_1.0", "three numbers"),
             ("scr_tun ing_1.0.0", "letters, digits"),
-            ("scr_._1.0.0", "start with a letter or a digit"),
-            ("scr_.._1.0.0", "start with a letter or a digit"),
-            ("scr_-x_1.0.0", "start with a letter or a digit"),
+            ("scr_._1.0.0", "name \".\" must start with a letter or a digit"),
+            ("scr_.._1.0.0", "name \"..\" must start with a letter or a digit"),
+            ("scr_-x_1.0.0", "name \"-x\" must start with a letter or a digit"),
             ("scr_x/y_1.0.0", "letters, digits"),
         ] {
             let e = ResourceId::parse(bad).unwrap_err().to_string();
