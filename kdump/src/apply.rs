@@ -33,8 +33,10 @@ fn packages_to_install<'a>(pm: &PackageManager, platform: &Platform, package: &'
 
 /// apply: install and enable.
 pub fn apply(step: &Step) -> Result<Outcome> {
+    // The retry settings first: bad ones stop the step before anything else.
+    let retry = Retry::from_env()?;
     let platform = Platform::detect(step)?;
-    let pm = PackageManager::detect(&step.host, platform.family, Retry::from_env()?)?;
+    let pm = PackageManager::detect(&step.host, platform.family, retry)?;
     let (package, unit) = (platform.package(), platform.service());
     let systemd = Systemd::new(&step.host);
     let store = step.state();

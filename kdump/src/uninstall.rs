@@ -92,9 +92,11 @@ impl Receipt {
 
 /// uninstall.
 pub fn uninstall(step: &Step) -> Result<Outcome> {
+    // The retry settings first: bad ones stop the step before anything else.
+    let retry = Retry::from_env()?;
     let platform = Platform::detect(step)?;
     let host = &step.host;
-    let pm = PackageManager::detect(host, platform.family, Retry::from_env()?)?;
+    let pm = PackageManager::detect(host, platform.family, retry)?;
     let (package, unit) = (platform.package(), platform.service());
     let store = step.state();
     let mut state: State = store.load()?;
