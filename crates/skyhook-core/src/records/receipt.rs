@@ -43,6 +43,18 @@ pub struct PendingInstall {
     pub installed_before: Option<BTreeSet<String>>,
 }
 
+impl PendingInstall {
+    /// What the install added so far: the missing packages it installs, and every
+    /// package installed now that was not before it (its dependencies).
+    fn added_since(&self, pm: &PackageManager) -> Result<BTreeSet<String>> {
+        let mut added: BTreeSet<String> = self.missing.iter().cloned().collect();
+        if let (Some(before), Some(now)) = (&self.installed_before, pm.installed_packages()?) {
+            added.extend(now.difference(before).cloned());
+        }
+        Ok(added)
+    }
+}
+
 impl InstallReceipt {
     /// The receipt of a first apply: whether `packages` are all installed now.
     pub fn before(pm: &PackageManager, packages: &[&str]) -> Result<Self> {
@@ -93,18 +105,9 @@ impl InstallReceipt {
         };
         let missing: Vec<&str> = pending.missing.iter().map(String::as_str).collect();
         let mut added: BTreeSet<String> = pm.install(&missing)?.into_iter().collect();
-        added.extend(pending.missing.iter().cloned());
-        if let (Some(before), Some(now)) = (&pending.installed_before, pm.installed_packages()?) {
-            added.extend(now.difference(before).cloned());
-        }
-        self.added = self
-            .added
-            .iter()
-            .cloned()
-            .chain(added.iter().cloned())
-            .collect::<BTreeSet<_>>()
-            .into_iter()
-            .collect();
+        added.extend(pending.added_since(pm)?);
+        let recorded: BTreeSet<String> = self.added.iter().chain(&added).cloned().collect();
+        self.added = recorded.into_iter().collect();
         self.pending = None;
         record(self)?;
         Ok(added.into_iter().collect())
@@ -132,10 +135,7 @@ impl InstallReceipt {
     pub fn remove(&self, pm: &PackageManager, packages: &[&str]) -> Result<Vec<String>> {
         let mut added: BTreeSet<String> = self.added.iter().cloned().collect();
         if let Some(pending) = &self.pending {
-            added.extend(pending.missing.iter().cloned());
-            if let (Some(before), Some(now)) = (&pending.installed_before, pm.installed_packages()?) {
-                added.extend(now.difference(before).cloned());
-            }
+            added.extend(pending.added_since(pm)?);
         }
         let added: Vec<String> = added.into_iter().collect();
         pm.remove_added(packages, &added)
@@ -230,6 +230,11 @@ mod tests {
         assert!(*installed.lock().unwrap(), "the install ran");
         let mut rerun = persisted.unwrap();
         assert!(rerun.is_pending());
+        assert!(
+            rerun.may_have_added("tuned"),
+            "an uninstall now removes what it asked for"
+        );
+        assert!(!rerun.may_have_added("bash"), "installed before");
         let mut last = None;
         let added = rerun
             .install(&pm, &["tuned"], |r| {
