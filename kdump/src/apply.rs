@@ -33,8 +33,10 @@ fn packages_to_install<'a>(pm: &PackageManager, platform: &Platform, package: &'
 
 /// apply: install and enable.
 pub fn apply(step: &Step) -> Result<Outcome> {
+    // The retry settings first: bad ones stop the step before anything else.
+    let retry = Retry::from_env()?;
     let platform = Platform::detect(step)?;
-    let pm = PackageManager::detect(&step.host, platform.family, Retry::from_env()?)?;
+    let pm = PackageManager::detect(&step.host, platform.family, retry)?;
     let (package, unit) = (platform.package(), platform.service());
     let systemd = Systemd::new(&step.host);
     let store = step.state();
@@ -48,7 +50,9 @@ pub fn apply(step: &Step) -> Result<Outcome> {
             service_enabled_before: installed && systemd.is_enabled(unit)?,
         },
     };
-    if installed {
+    // A pending receipt: a run killed during the install; finishing it records what
+    // the install added, although the package is there now.
+    if installed && !record.receipt.is_pending() {
         state.install = Some(record);
         state.store(&store)?;
         log::info!(
@@ -59,7 +63,7 @@ pub fn apply(step: &Step) -> Result<Outcome> {
         pm.preseed(DEBCONF_SELECTIONS)?;
         let packages = packages_to_install(&pm, &platform, package)?;
         // Recorded before installing, so a run killed after the install still knows
-        // the package was not there before.
+        // the package was not there before, and what was installed then.
         let mut receipt = record.receipt.clone();
         receipt.install(&pm, &packages, |r| {
             record.receipt = r.clone();

@@ -7,12 +7,13 @@
 //! forgotten. A package that was installed before apply stays, with its service as it
 //! was. Memory stays reserved until the next reboot.
 //!
-//! uninstall leaves a receipt of what it undid in the copy dir (the one directory the
+//! uninstall writes a receipt of what it undoes in the copy dir (the one directory the
 //! following uninstall-check shares with it, and which belongs to this generation of
-//! the package only), so that uninstall-check can tell our settings from the
-//! distribution's after the state is gone, and so that an uninstall run again after
-//! the state is gone takes the same decision about the package as the first run
-//! (it keeps a package the distribution had installed, whatever the number of runs).
+//! the package only) before its first change, and never rewrites it: uninstall-check
+//! tells our settings from the distribution's by it after the state is gone, and an
+//! uninstall run again — after a kill at any point, or after a finished run — takes
+//! the same decisions as the first run (it keeps a package the distribution had
+//! installed, and its service as it was, whatever the number of runs).
 
 use std::path::PathBuf;
 
@@ -27,11 +28,11 @@ use skyhook_core::{Checklist, HostError, Outcome, Result, Step};
 use crate::apply::KDUMP_UTILS;
 use crate::boot::{self, Boot, DROP_IN_MARKER, KEY};
 use crate::checks::KEXEC_CRASH_SIZE;
-use crate::crashkernel::human;
+use crate::crashkernel::{CrashKernel, human};
 use crate::input::Input;
 use crate::platform::{DEBIAN_DROP_IN, Platform};
 use crate::service;
-use crate::state::{InstallRecord, State};
+use crate::state::State;
 
 /// The receipt's file name in the copy dir.
 pub const RECEIPT: &str = "kdump-uninstall-receipt.json";
@@ -91,9 +92,11 @@ impl Receipt {
 
 /// uninstall.
 pub fn uninstall(step: &Step) -> Result<Outcome> {
+    // The retry settings first: bad ones stop the step before anything else.
+    let retry = Retry::from_env()?;
     let platform = Platform::detect(step)?;
     let host = &step.host;
-    let pm = PackageManager::detect(host, platform.family, Retry::from_env()?)?;
+    let pm = PackageManager::detect(host, platform.family, retry)?;
     let (package, unit) = (platform.package(), platform.service());
     let store = step.state();
     let mut state: State = store.load()?;
@@ -103,22 +106,16 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
         Some(_) => None,
     };
     let installed = pm.is_installed(package)?;
-    let install = state.install.clone();
-    let removes_package = removes_package(step, install.as_ref(), installed)?;
-    let remove = installed && removes_package;
-    let keep_enabled = !removes_package && install.as_ref().is_some_and(|i| i.service_enabled_before);
     let boot = match BootConfig::detect(host, platform.family) {
         Ok(config) => Some(Boot::new(host, config, &store)),
         Err(e) if state.boot.is_some() => return Err(e),
         Err(_) => None,
     };
-    let mut receipt = Receipt {
-        package: package.to_string(),
-        removed: removes_package,
-        kexec_before: install.as_ref().map(|i| i.kexec_before),
-        service_enabled_before: install.as_ref().map(|i| i.service_enabled_before),
-        ..Receipt::default()
-    };
+    // Decided before the first change, from the state as apply and config left it, and
+    // kept: a rerun after a kill at any point takes the same decisions.
+    let receipt = Receipt::decide(step, &platform, &state, boot.is_some(), legacy.as_ref(), installed)?;
+    let remove = installed && receipt.removed;
+    let keep_enabled = !receipt.removed && receipt.service_enabled_before == Some(true);
 
     let systemd = Systemd::new(host);
     if installed && !keep_enabled {
@@ -131,35 +128,24 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
             log::info!("disabled {unit}");
         }
     }
-
-    if let Some(rec) = &state.kdump_conf {
-        receipt.kdump_conf = Some(ConfReceipt {
-            path: platform.kdump_conf().to_string(),
-            deployed: rec.deployed.clone(),
-            deployed_was_original: rec.original.content()?.as_deref() == Some(rec.deployed.as_bytes()),
-        });
-    }
     if service::deploy(host, &platform, &mut state, &store, None)? && keep_enabled {
         service::restart_if_running(host, &platform)?;
     }
 
     let mut boot_changed = false;
     if let Some(boot) = &boot {
-        if let Some(rec) = &state.boot {
-            receipt.crashkernel = Some(rec.token());
-            receipt.original_crashkernel = boot::original_tokens(&rec.original)?;
+        if state.boot.is_some() {
             boot_changed = boot.restore(&mut state, false)?;
         } else if let Some(ck) = &legacy {
-            receipt.crashkernel = Some(ck.token());
             boot_changed = boot.remove_legacy(&ck.token())?;
         }
     }
 
     let drop_in_before = host.exists(DEBIAN_DROP_IN);
     if remove {
-        let receipt = install.map(|i| i.receipt).unwrap_or_default();
+        let receipt = state.install.clone().map(|i| i.receipt).unwrap_or_default();
         let mut packages = vec![package];
-        if receipt.added.iter().any(|p| p == KDUMP_UTILS) {
+        if receipt.may_have_added(KDUMP_UTILS) {
             packages.push(KDUMP_UTILS);
         }
         receipt.remove(&pm, &packages)?;
@@ -177,24 +163,27 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
         }
     }
 
-    receipt.save(step)?;
     state.install = None;
     state.store(&store)?;
     report_reserved(step)?;
     Ok(Outcome::done())
 }
 
-/// Whether uninstall takes the kdump package away: apply's install receipt says it
-/// installed it; without one, an earlier uninstall's receipt in the copy dir tells
-/// what that run decided (the state is gone once an uninstall finished); without
-/// either (a node the bash package set up), an installed package goes, as the bash
-/// package's uninstall did.
-fn removes_package(step: &Step, install: Option<&InstallRecord>, installed: bool) -> Result<bool> {
-    if let Some(record) = install {
-        return Ok(record.receipt.installed_by_us());
-    }
-    Ok(match Receipt::load(step)? {
-        Some(earlier) => {
+impl Receipt {
+    /// The decision of this uninstall: the receipt an earlier run of it left in the
+    /// copy dir (killed, or finished: the state may be gone since), or else one
+    /// computed from `state` and written before anything changes. Never rewritten: the
+    /// copy dir belongs to this generation of the package, which is not applied again
+    /// after its uninstall.
+    fn decide(
+        step: &Step,
+        platform: &Platform,
+        state: &State,
+        has_boot: bool,
+        legacy: Option<&CrashKernel>,
+        installed: bool,
+    ) -> Result<Self> {
+        if let Some(earlier) = Receipt::load(step)? {
             if !earlier.removed && installed {
                 log::info!(
                     "an earlier uninstall of this package kept {} (installed before this package's apply); \
@@ -202,10 +191,36 @@ fn removes_package(step: &Step, install: Option<&InstallRecord>, installed: bool
                     earlier.package
                 );
             }
-            earlier.removed
+            return Ok(earlier);
         }
-        None => installed,
-    })
+        let install = state.install.as_ref();
+        let mut receipt = Receipt {
+            package: platform.package().to_string(),
+            // Without an install record (a node the bash package set up), an installed
+            // package goes, as the bash package's uninstall did.
+            removed: install.map_or(installed, |i| i.receipt.installed_by_us()),
+            kexec_before: install.map(|i| i.kexec_before),
+            service_enabled_before: install.map(|i| i.service_enabled_before),
+            ..Receipt::default()
+        };
+        if let Some(rec) = &state.kdump_conf {
+            receipt.kdump_conf = Some(ConfReceipt {
+                path: platform.kdump_conf().to_string(),
+                deployed: rec.deployed.clone(),
+                deployed_was_original: rec.original.content()?.as_deref() == Some(rec.deployed.as_bytes()),
+            });
+        }
+        if has_boot {
+            if let Some(rec) = &state.boot {
+                receipt.crashkernel = Some(rec.token());
+                receipt.original_crashkernel = boot::original_tokens(&rec.original)?;
+            } else if let Some(ck) = legacy {
+                receipt.crashkernel = Some(ck.token());
+            }
+        }
+        receipt.save(step)?;
+        Ok(receipt)
+    }
 }
 
 /// uninstall-check: none of our settings remain.

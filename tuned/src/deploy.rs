@@ -51,6 +51,7 @@ impl State {
         self.install.clone().unwrap_or_else(|| InstallReceipt {
             preinstalled: false,
             added: self.packages.iter().cloned().collect(),
+            ..InstallReceipt::default()
         })
     }
 }

@@ -5,7 +5,8 @@
 //! and skip the work (and the repository refresh) when nothing is missing.
 //!
 //! Retries are tunable from the SCR's `env`: `SKYHOOK_PKG_ATTEMPTS` (default 3) and
-//! `SKYHOOK_PKG_RETRY_PAUSE` (seconds, default 15).
+//! `SKYHOOK_PKG_RETRY_PAUSE` (seconds, default 15), bounded by [`MAX_ATTEMPTS`] and
+//! [`MAX_PAUSE`].
 //!
 //! `apt-get update` does not wait for the apt lists lock (`DPkg::Lock::Timeout` covers
 //! the dpkg lock only), and apt-daily / unattended-upgrades hold it for minutes on a
@@ -22,7 +23,7 @@ use std::time::Duration;
 use crate::host::Host;
 use crate::host::command::{Cmd, Output};
 use crate::os::distro::Family;
-use crate::runtime::error::{Error, HostError, Result};
+use crate::runtime::error::{Error, HostError, Result, excerpt};
 
 /// Which package manager runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -66,7 +67,8 @@ impl Default for Retry {
 
 impl Retry {
     /// The policy from `SKYHOOK_PKG_ATTEMPTS` and `SKYHOOK_PKG_RETRY_PAUSE`; a
-    /// malformed value is bad input naming the variable.
+    /// malformed or out-of-range value is bad input naming the variable. Modes that
+    /// install or remove a package read it first, before they change anything.
     pub fn from_env() -> Result<Self> {
         Self::from_vars(|n| std::env::var(n).ok())
     }
@@ -75,21 +77,31 @@ impl Retry {
     pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self> {
         let mut retry = Retry::default();
         if let Some(v) = var("SKYHOOK_PKG_ATTEMPTS") {
-            retry.attempts = v.trim().parse().ok().filter(|&n| n >= 1).ok_or_else(|| {
-                Error::input(format!(
-                    "SKYHOOK_PKG_ATTEMPTS={v:?} must be a whole number of at least 1"
-                ))
-            })?;
+            retry.attempts = v
+                .trim()
+                .parse()
+                .ok()
+                .filter(|n| (1..=MAX_ATTEMPTS).contains(n))
+                .ok_or_else(|| {
+                    Error::input(format!(
+                        "SKYHOOK_PKG_ATTEMPTS={} must be a whole number from 1 to {MAX_ATTEMPTS} (the SCR's \
+                         env of this package; unset, it is 3)",
+                        excerpt(&v)
+                    ))
+                })?;
         }
         if let Some(v) = var("SKYHOOK_PKG_RETRY_PAUSE") {
+            let max = MAX_PAUSE.as_secs();
             let secs: f64 = v
                 .trim()
                 .parse()
                 .ok()
-                .filter(|s: &f64| s.is_finite() && *s >= 0.0)
+                .filter(|s: &f64| s.is_finite() && (0.0..=max as f64).contains(s))
                 .ok_or_else(|| {
                     Error::input(format!(
-                        "SKYHOOK_PKG_RETRY_PAUSE={v:?} must be a number of seconds (0 or more)"
+                        "SKYHOOK_PKG_RETRY_PAUSE={} must be a number of seconds from 0 to {max} (the SCR's \
+                         env of this package; unset, it is 15)",
+                        excerpt(&v)
                     ))
                 })?;
             retry.pause = Duration::from_secs_f64(secs);
@@ -97,6 +109,11 @@ impl Retry {
         Ok(retry)
     }
 }
+
+/// The most attempts `SKYHOOK_PKG_ATTEMPTS` may ask for.
+pub const MAX_ATTEMPTS: u32 = 100;
+/// The longest pause `SKYHOOK_PKG_RETRY_PAUSE` may ask for: one hour.
+pub const MAX_PAUSE: Duration = Duration::from_secs(3600);
 
 /// How long `apt-get update` waits for the apt lists lock, in checks [`LISTS_LOCK_POLL`]
 /// apart (at most that pause; the retry pause when shorter): 10 minutes.
@@ -590,6 +607,34 @@ mod tests {
         );
         let e = Retry::from_vars(|n| (n == "SKYHOOK_PKG_ATTEMPTS").then(|| "0".into())).unwrap_err();
         assert!(e.to_string().contains("SKYHOOK_PKG_ATTEMPTS=\"0\""), "{e}");
+    }
+
+    #[test]
+    fn out_of_range_retry_settings_are_bad_input_naming_the_variable() {
+        let cases = [
+            ("SKYHOOK_PKG_ATTEMPTS", "101", "from 1 to 100"),
+            ("SKYHOOK_PKG_ATTEMPTS", "99999999999999999999999", "from 1 to 100"),
+            ("SKYHOOK_PKG_ATTEMPTS", "-1", "from 1 to 100"),
+            ("SKYHOOK_PKG_RETRY_PAUSE", "99999999999999999999999", "from 0 to 3600"),
+            ("SKYHOOK_PKG_RETRY_PAUSE", "3600.5", "from 0 to 3600"),
+            ("SKYHOOK_PKG_RETRY_PAUSE", "NaN", "from 0 to 3600"),
+            ("SKYHOOK_PKG_RETRY_PAUSE", "inf", "from 0 to 3600"),
+            ("SKYHOOK_PKG_RETRY_PAUSE", "-0.5", "from 0 to 3600"),
+        ];
+        for (var, value, why) in cases {
+            let e = Retry::from_vars(|n| (n == var).then(|| value.to_string())).unwrap_err();
+            let text = e.to_string();
+            assert_eq!(e.exit_code(), 2, "{var}={value}: {text}");
+            assert!(
+                text.contains(&format!("{var}=\"{value}\"")) && text.contains(why),
+                "{text}"
+            );
+        }
+        let huge = "9".repeat(100_000);
+        let e = Retry::from_vars(|n| (n == "SKYHOOK_PKG_RETRY_PAUSE").then(|| huge.clone())).unwrap_err();
+        assert!(e.to_string().len() < 400, "the value is cut: {e}");
+        let r = Retry::from_vars(|n| (n == "SKYHOOK_PKG_RETRY_PAUSE").then(|| "3600".into())).unwrap();
+        assert_eq!(r.pause, MAX_PAUSE);
     }
 
     #[test]

@@ -3,10 +3,15 @@
 //! node before its apply, and which packages the install added (dependencies
 //! included), kept in the package's state so that uninstall removes exactly those.
 //!
-//! The receipt is recorded *before* the install starts, and again once it has
-//! finished: an apply killed in between still knows that the packages were not there
-//! before, and an uninstall then removes them (letting the package manager pick the
-//! unneeded dependencies, since the exact list was never recorded).
+//! The receipt is recorded *before* the install starts, marked pending with what the
+//! node held then (the requested packages that were missing, and every installed
+//! package), and recorded again once the install has finished. An apply killed in
+//! between finds the receipt pending on its rerun: it finishes the install and
+//! computes what was added against the packages installed *before the first run*
+//! (installed now − installed then), so it records exactly what an uninterrupted run
+//! records, although the packages are already there.
+
+use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
@@ -22,6 +27,32 @@ pub struct InstallReceipt {
     /// empty until an install has finished.
     #[serde(default)]
     pub added: Vec<String>,
+    /// Set from just before an install starts until it has finished and `added` holds
+    /// what it added.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pending: Option<PendingInstall>,
+}
+
+/// The node just before an install that may not have finished.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PendingInstall {
+    /// The requested packages that were missing: what the install installs.
+    pub missing: Vec<String>,
+    /// Every package installed then (`None` when the package database could not be
+    /// listed: `added` then holds `missing` only, as an uninterrupted install's does).
+    pub installed_before: Option<BTreeSet<String>>,
+}
+
+impl PendingInstall {
+    /// What the install added so far: the missing packages it installs, and every
+    /// package installed now that was not before it (its dependencies).
+    fn added_since(&self, pm: &PackageManager) -> Result<BTreeSet<String>> {
+        let mut added: BTreeSet<String> = self.missing.iter().cloned().collect();
+        if let (Some(before), Some(now)) = (&self.installed_before, pm.installed_packages()?) {
+            added.extend(now.difference(before).cloned());
+        }
+        Ok(added)
+    }
 }
 
 impl InstallReceipt {
@@ -33,31 +64,63 @@ impl InstallReceipt {
         }
         Ok(InstallReceipt {
             preinstalled,
-            added: Vec::new(),
+            ..InstallReceipt::default()
         })
     }
 
-    /// Installs whichever of `packages` are missing. `record` persists the receipt: it
-    /// is called before anything is installed and again with what the install added.
-    /// Returns the packages added by this call.
+    /// Whether an install was started and has not been seen to finish.
+    pub fn is_pending(&self) -> bool {
+        self.pending.is_some()
+    }
+
+    /// Installs whichever of `packages` are missing (a pending receipt: finishes the
+    /// install it recorded, `packages` aside). `record` persists the receipt: it is
+    /// called before anything is installed (pending) and again once the install has
+    /// finished, with what it added. Returns the packages the install added.
     pub fn install(
         &mut self,
         pm: &PackageManager,
         packages: &[&str],
         mut record: impl FnMut(&InstallReceipt) -> Result<()>,
     ) -> Result<Vec<String>> {
-        record(self)?;
-        let added = pm.install(packages)?;
-        if !added.is_empty() {
-            for p in &added {
-                if !self.added.contains(p) {
-                    self.added.push(p.clone());
+        if self.pending.is_none() {
+            let mut missing = Vec::new();
+            for p in packages {
+                if !pm.is_installed(p)? {
+                    missing.push(p.to_string());
                 }
             }
-            self.added.sort();
-            record(self)?;
+            if !missing.is_empty() {
+                let installed_before = pm.installed_packages()?;
+                self.pending = Some(PendingInstall {
+                    missing,
+                    installed_before,
+                });
+            }
         }
-        Ok(added)
+        record(self)?;
+        let Some(pending) = self.pending.clone() else {
+            log::info!("already installed: {}", packages.join(", "));
+            return Ok(Vec::new());
+        };
+        let missing: Vec<&str> = pending.missing.iter().map(String::as_str).collect();
+        let mut added: BTreeSet<String> = pm.install(&missing)?.into_iter().collect();
+        added.extend(pending.added_since(pm)?);
+        let recorded: BTreeSet<String> = self.added.iter().chain(&added).cloned().collect();
+        self.added = recorded.into_iter().collect();
+        self.pending = None;
+        record(self)?;
+        Ok(added.into_iter().collect())
+    }
+
+    /// Whether the install added `package`, or may have (it was missing when an
+    /// install that has not been seen to finish started).
+    pub fn may_have_added(&self, package: &str) -> bool {
+        self.added.iter().any(|p| p == package)
+            || self
+                .pending
+                .as_ref()
+                .is_some_and(|p| p.missing.iter().any(|m| m == package))
     }
 
     /// Whether uninstall should take the packages away: apply found them missing.
@@ -66,9 +129,16 @@ impl InstallReceipt {
     }
 
     /// Removes `packages` and what the install added with them (see
-    /// [`PackageManager::remove_added`]); returns the packages removed.
+    /// [`PackageManager::remove_added`]); returns the packages removed. A receipt
+    /// still pending (an apply killed during its install) counts as added what is
+    /// installed now and was not before the install, with the packages it installs.
     pub fn remove(&self, pm: &PackageManager, packages: &[&str]) -> Result<Vec<String>> {
-        pm.remove_added(packages, &self.added)
+        let mut added: BTreeSet<String> = self.added.iter().cloned().collect();
+        if let Some(pending) = &self.pending {
+            added.extend(pending.added_since(pm)?);
+        }
+        let added: Vec<String> = added.into_iter().collect();
+        pm.remove_added(packages, &added)
     }
 }
 
@@ -88,7 +158,9 @@ mod tests {
             let done = *installed.lock().unwrap();
             Ok(match c.program.as_str() {
                 "which" => Output::exited(0, format!("/usr/bin/{}", c.args[0])),
-                "rpm" if c.args[0] == "-qa" => Output::exited(0, if done { "bash\ntuned\n" } else { "bash\n" }),
+                "rpm" if c.args[0] == "-qa" => {
+                    Output::exited(0, if done { "bash\ntuned\npython3-dbus\n" } else { "bash\n" })
+                }
                 "rpm" if done => Output::exited(0, "2.25.1-1.el10"),
                 "rpm" => Output::exited(1, "package tuned is not installed"),
                 "dnf" => {
@@ -110,7 +182,7 @@ mod tests {
     }
 
     #[test]
-    fn is_recorded_before_the_install_and_again_with_what_it_added() {
+    fn is_recorded_pending_before_the_install_and_again_with_what_it_added() {
         let installed = Arc::new(Mutex::new(false));
         let (_d, h) = rpm_host(installed.clone());
         let pm = PackageManager::detect(&h, Family::Rhel, fast()).unwrap();
@@ -124,13 +196,93 @@ mod tests {
             })
             .unwrap();
         assert_eq!(recorded.len(), 2, "{recorded:?}");
+        let (first, installed_then) = &recorded[0];
+        assert!(!installed_then, "recorded before installing");
         assert_eq!(
-            recorded[0],
-            (InstallReceipt::default(), false),
-            "recorded before installing"
+            first.pending,
+            Some(PendingInstall {
+                missing: vec!["tuned".into()],
+                installed_before: Some(["bash".to_string()].into()),
+            })
         );
-        assert_eq!(recorded[1].0.added, ["tuned"]);
+        assert!(first.added.is_empty());
+        assert_eq!(recorded[1].0.added, ["python3-dbus", "tuned"]);
+        assert!(!recorded[1].0.is_pending(), "finished");
         assert!(InstallReceipt::before(&pm, &["tuned"]).unwrap().preinstalled);
+    }
+
+    #[test]
+    fn a_rerun_after_a_kill_during_the_install_records_what_it_added() {
+        let installed = Arc::new(Mutex::new(false));
+        let (_d, h) = rpm_host(installed.clone());
+        let pm = PackageManager::detect(&h, Family::Rhel, fast()).unwrap();
+        // The first run is killed once the install has run, before its final record.
+        let mut persisted = None;
+        let mut receipt = InstallReceipt::before(&pm, &["tuned"]).unwrap();
+        let killed = receipt.install(&pm, &["tuned"], |r| match persisted {
+            None => {
+                persisted = Some(r.clone());
+                Ok(())
+            }
+            Some(_) => Err(crate::Error::action("killed")),
+        });
+        assert!(killed.is_err());
+        assert!(*installed.lock().unwrap(), "the install ran");
+        let mut rerun = persisted.unwrap();
+        assert!(rerun.is_pending());
+        assert!(
+            rerun.may_have_added("tuned"),
+            "an uninstall now removes what it asked for"
+        );
+        assert!(!rerun.may_have_added("bash"), "installed before");
+        let mut last = None;
+        let added = rerun
+            .install(&pm, &["tuned"], |r| {
+                last = Some(r.clone());
+                Ok(())
+            })
+            .unwrap();
+        assert_eq!(added, ["python3-dbus", "tuned"]);
+        let last = last.unwrap();
+        assert_eq!(last.added, ["python3-dbus", "tuned"], "as an uninterrupted run records");
+        assert!(!last.is_pending());
+        assert!(last.installed_by_us());
+    }
+
+    #[test]
+    fn an_installed_package_is_recorded_once_and_not_pending() {
+        let installed = Arc::new(Mutex::new(true));
+        let (_d, h) = rpm_host(installed);
+        let pm = PackageManager::detect(&h, Family::Rhel, fast()).unwrap();
+        let mut receipt = InstallReceipt::before(&pm, &["tuned"]).unwrap();
+        let mut recorded = Vec::new();
+        let added = receipt
+            .install(&pm, &["tuned"], |r| {
+                recorded.push(r.clone());
+                Ok(())
+            })
+            .unwrap();
+        assert!(added.is_empty());
+        assert_eq!(
+            recorded,
+            [InstallReceipt {
+                preinstalled: true,
+                ..InstallReceipt::default()
+            }]
+        );
+        assert!(!receipt.installed_by_us());
+    }
+
+    #[test]
+    fn a_pending_receipt_reads_from_a_record_without_the_field() {
+        let r: InstallReceipt = serde_json::from_str(r#"{"preinstalled": false, "added": ["tuned"]}"#).unwrap();
+        assert!(!r.is_pending());
+        assert!(r.may_have_added("tuned"));
+        let text = serde_json::to_string(&r).unwrap();
+        assert!(
+            !text.contains("pending"),
+            "a finished receipt writes no pending field: {text}"
+        );
     }
 
     #[test]
