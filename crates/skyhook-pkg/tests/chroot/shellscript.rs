@@ -62,9 +62,11 @@ fn shellscript_readme_example_runs_every_stage_on(arch: Arch) {
     installed.assert_same(&node.snapshot(BOOKKEEPING));
 
     // A newer version upgrades, and the script sees both versions.
-    run(&["--lifecycle", "--version", "2.0.1"])
+    let (major_minor, patch) = ex.version.rsplit_once('.').expect("the example's version is semver");
+    let newer = format!("{major_minor}.{}", patch.parse::<u64>().expect("a numeric patch") + 1);
+    run(&["--lifecycle", "--version", &newer])
         .expect_ok()
-        .expect_output("2.0.0 -> 2.0.1");
+        .expect_output(&format!("{} -> {newer}", ex.version));
 
     // Uninstall leaves the node as it was.
     run(&["uninstall"]).expect_ok();

@@ -48,7 +48,7 @@ touch /etc/vmtest/rebooted"#,
     (
         "upgrade_check.sh",
         "#!/bin/sh -e",
-        r#"grep -qx "2.0.0 -> 2.1.0" /etc/vmtest/upgraded"#,
+        r#"grep -qx "1.0.0 -> 1.1.0" /etc/vmtest/upgraded"#,
     ),
     ("uninstall.sh", "#!/bin/bash", "rm -r /etc/vmtest"),
     ("uninstall_check.sh", "#!/bin/sh -e", "! test -e /etc/vmtest"),
@@ -91,7 +91,7 @@ member script
 const INSTALL: &str = r#"
 mkdir -p /var/lib/vmtest
 stages() { paste -sd' ' /var/lib/vmtest/stages; }
-scripts --lifecycle --until-interrupt
+scripts --version 1.0.0 --lifecycle --until-interrupt
 expect_eq "stages run" "$(stages)" "apply apply_check config config_check"
 expect_exists /etc/vmtest/motd /etc/vmtest/config-boot
 "#;
@@ -99,14 +99,14 @@ expect_exists /etc/vmtest/motd /etc/vmtest/config-boot
 /// Boot 2: after the reboot, the rest of the lifecycle, then the SIGTERM test.
 const AFTER_REBOOT: &str = r#"
 stages() { paste -sd' ' /var/lib/vmtest/stages; }
-scripts post-interrupt
+scripts --version 1.0.0 post-interrupt
 expect_eq "stages run" "$(stages)" "apply apply_check config config_check post_interrupt post_interrupt_check"
 : > /var/lib/vmtest/stages
-scripts --version 2.1.0 --lifecycle --until-interrupt
+scripts --version 1.1.0 --lifecycle --until-interrupt
 expect_eq "stages run" "$(stages)" "upgrade upgrade_check config config_check"
-expect_eq "upgrade.sh saw" "$(cat /etc/vmtest/upgraded)" "2.0.0 -> 2.1.0"
+expect_eq "upgrade.sh saw" "$(cat /etc/vmtest/upgraded)" "1.0.0 -> 1.1.0"
 : > /var/lib/vmtest/stages
-scripts --version 2.1.0 uninstall
+scripts --version 1.1.0 uninstall
 expect_eq "stages run" "$(stages)" "uninstall uninstall_check"
 expect_gone /etc/vmtest
 keep /var/lib/vmtest/stages
