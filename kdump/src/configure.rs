@@ -8,6 +8,7 @@
 use skyhook_core::boot::BootConfig;
 use skyhook_core::{Interrupt, Outcome, Result, Step};
 
+use crate::autoreset::{self, Overridden};
 use crate::boot::Boot;
 use crate::input::Input;
 use crate::platform::Platform;
@@ -58,17 +59,61 @@ pub fn config(step: &Step) -> Result<Outcome> {
         }
     };
 
-    let conf_changed = service::deploy(&step.host, &platform, &mut state, &store, input.kdump_conf.as_deref())?;
-    if conf_changed {
+    let (conf, overridden) = service::desired(
+        &step.host,
+        &platform,
+        &state,
+        input.kdump_conf.as_deref(),
+        input.crashkernel.is_some(),
+    )?;
+    if let Some(o) = overridden {
+        report_override(&platform, &o, input.kdump_conf.is_some());
+    }
+    // kdumpctl reads auto_reset_crashkernel only when it resets crashkernel: a
+    // change of that line alone needs no restart of the service.
+    let only_pinned = input.kdump_conf.is_none()
+        && (conf.is_some() || state.kdump_conf.as_ref().map(service::only_pinned).transpose()? == Some(true));
+    let conf_changed = service::deploy(&step.host, &platform, &mut state, &store, conf.as_deref())?;
+    let service_changed = conf_changed && !only_pinned;
+    if service_changed {
         service::restart_if_running(&step.host, &platform)?;
     }
 
     let interrupt = if boot_changed {
         Interrupt::Reboot
-    } else if conf_changed {
+    } else if service_changed {
         Interrupt::service([platform.service()])
     } else {
         Interrupt::NoOp
     };
     Ok(Outcome::needs(interrupt))
+}
+
+/// Says why the `auto_reset_crashkernel` value `o` is replaced by `no`: a warning
+/// when it is the configMap's (`from_configmap`), else a note about the node's file.
+fn report_override(platform: &Platform, o: &Overridden, from_configmap: bool) {
+    let value: String = o.value.chars().take(40).collect();
+    let why = format!(
+        "with it kdumpctl resets crashkernel= on the boot entries to the distribution's default at every kernel \
+         install and kexec-tools/kdump-utils update, undoing this package's crashkernel key; {} says `no` while \
+         the package sets crashkernel, and goes back when it stops",
+        platform.kdump_conf()
+    );
+    if from_configmap {
+        log::warn!(
+            "configMap key {:?} line {}: {} {value:?} is overridden with `{}`: {why}",
+            crate::input::KDUMP_CONF_KEY,
+            o.line,
+            autoreset::OPTION,
+            autoreset::PINNED_LINE
+        );
+    } else {
+        log::info!(
+            "{} line {}: {} {value:?} becomes `{}`: {why}",
+            platform.kdump_conf(),
+            o.line,
+            autoreset::OPTION,
+            autoreset::PINNED_LINE
+        );
+    }
 }
