@@ -66,15 +66,17 @@ pub fn config(step: &Step) -> Result<Outcome> {
         input.kdump_conf.as_deref(),
         input.crashkernel.is_some(),
     )?;
-    if let Some(o) = overridden {
-        report_override(&platform, &o, input.kdump_conf.is_some());
-    }
+    let before = step.host.read(platform.kdump_conf())?.unwrap_or_default();
+    let conf_changed = service::deploy(&step.host, &platform, &mut state, &store, conf.as_deref())?;
+    let after = step.host.read(platform.kdump_conf())?.unwrap_or_default();
     // kdumpctl reads auto_reset_crashkernel only when it resets crashkernel: a
     // change of that line alone needs no restart of the service.
-    let only_pinned = input.kdump_conf.is_none()
-        && (conf.is_some() || state.kdump_conf.as_ref().map(service::only_pinned).transpose()? == Some(true));
-    let conf_changed = service::deploy(&step.host, &platform, &mut state, &store, conf.as_deref())?;
-    let service_changed = conf_changed && !only_pinned;
+    let service_changed = conf_changed && autoreset::pin(&before).0 != autoreset::pin(&after).0;
+    if let Some(o) = overridden
+        && (input.kdump_conf.is_some() || conf_changed)
+    {
+        report_override(&platform, &o, input.kdump_conf.is_some());
+    }
     if service_changed {
         service::restart_if_running(&step.host, &platform)?;
     }

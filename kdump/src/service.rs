@@ -56,13 +56,6 @@ pub fn desired(
     Ok((Some(text), overridden))
 }
 
-/// Whether `record` is only the original with `auto_reset_crashkernel no` pinned
-/// (no configMap kdump.conf deployed).
-pub fn only_pinned(record: &ConfRecord) -> Result<bool> {
-    let original = record.original.content()?.unwrap_or_default();
-    Ok(autoreset::pin(&original).0 == record.deployed.as_bytes())
-}
-
 /// Makes the service configuration `desired` (`None`: the original), recording in
 /// `state`; returns whether the file changed. Unchanged content writes nothing.
 pub fn deploy(

@@ -111,7 +111,7 @@ case "$1" in
 esac
 [ "$auto" = no ] && exit 0
 "$D/systemctl" is-enabled kdump >/dev/null 2>&1 || exit 0
-"$D/grubby" --info=ALL | sed -n 's/^kernel="\(.*\)"$//p' | while read -r k; do
+"$D/grubby" --info=ALL | sed -n 's/^kernel="\(.*\)"$/\1/p' | while read -r k; do
   if [ -z "$only" ] || [ "$k" = "$only" ]; then "$D/grubby" --update-kernel="$k" --args="$DEFAULT"; fi
 done"#;
 
