@@ -97,9 +97,15 @@ mod tests {
     fn reads_the_option_as_kdumpctl_does() {
         let cases: &[(&str, Option<(usize, &str)>)] = &[
             ("auto_reset_crashkernel yes\n", Some((1, "yes"))),
-            ("path /var/crash\n\tauto_reset_crashkernel   no  # keep ours\n", Some((2, "no"))),
+            (
+                "path /var/crash\n\tauto_reset_crashkernel   no  # keep ours\n",
+                Some((2, "no")),
+            ),
             ("auto_reset_crashkernel \"no\"\n", Some((1, "no"))),
-            ("auto_reset_crashkernel no\nauto_reset_crashkernel yes\n", Some((2, "yes"))),
+            (
+                "auto_reset_crashkernel no\nauto_reset_crashkernel yes\n",
+                Some((2, "yes")),
+            ),
             ("#auto_reset_crashkernel no\n", None),
             ("auto_reset_crashkernelx no\n", None),
             ("auto_reset_crashkernel\n", Some((1, ""))),
@@ -107,11 +113,7 @@ mod tests {
         ];
         for (text, want) in cases {
             let got = setting(text.as_bytes());
-            assert_eq!(
-                got.as_ref().map(|(l, v)| (*l, v.as_str())),
-                *want,
-                "for {text:?}"
-            );
+            assert_eq!(got.as_ref().map(|(l, v)| (*l, v.as_str())), *want, "for {text:?}");
         }
     }
 
@@ -119,7 +121,10 @@ mod tests {
     fn pins_by_changing_only_the_line_kdumpctl_reads() {
         let stock = b"# kdump.conf\r\nauto_reset_crashkernel yes\npath /var/crash\n\xff\n";
         let (out, was) = pin(stock);
-        assert_eq!(out, b"# kdump.conf\r\nauto_reset_crashkernel no\npath /var/crash\n\xff\n");
+        assert_eq!(
+            out,
+            b"# kdump.conf\r\nauto_reset_crashkernel no\npath /var/crash\n\xff\n"
+        );
         assert_eq!(
             was,
             Some(Overridden {

@@ -9,11 +9,11 @@ use skyhook_core::os::distro::Family;
 use skyhook_core::records::state::StateStore;
 use skyhook_core::{Checklist, Host, Outcome, Result, Step};
 
+use crate::autoreset;
 use crate::boot::{Boot, KEY};
 use crate::crashkernel::{CrashKernel, human};
 use crate::input::{Input, use_kdump};
 use crate::platform::Platform;
-use crate::autoreset;
 use crate::service::{self, first_difference};
 use crate::state::State;
 
@@ -190,7 +190,13 @@ pub fn post_interrupt_check(step: &Step) -> Result<Outcome> {
 /// On grubby hosts, the boot entries still carry `ck` as `grubby --info=ALL` reports
 /// them: the running kernel may have it while kdumpctl reset the entries since (a
 /// kernel installed after the reboot), and the next boot would lose it.
-fn check_next_boot(host: &Host, platform: &Platform, store: &StateStore, ck: &CrashKernel, c: &mut Checklist) -> Result<()> {
+fn check_next_boot(
+    host: &Host,
+    platform: &Platform,
+    store: &StateStore,
+    ck: &CrashKernel,
+    c: &mut Checklist,
+) -> Result<()> {
     if platform.family != Family::Rhel {
         return Ok(());
     }

@@ -8,9 +8,9 @@
 //! default back at the next kernel install.
 
 use skyhook_core::host::systemd::{Applied, Systemd};
+use skyhook_core::os::distro::Family;
 use skyhook_core::records::original::SavedFile;
 use skyhook_core::records::state::StateStore;
-use skyhook_core::os::distro::Family;
 use skyhook_core::{Error, Host, Result};
 
 use crate::autoreset::{self, Overridden};

@@ -37,7 +37,10 @@ fn the_stand_in_resets_crashkernel_at_a_kernel_install_as_kdumpctl_does() {
     run_grubby(&node, "--args=crashkernel=2G");
     install_kernel(&node, NEW_KERNEL);
     assert!(bls_options(&node, NEW_ENTRY).contains(RHEL9_DEFAULT_CRASHKERNEL));
-    assert!(bls_options(&node, OLD_ENTRY).contains("crashkernel=2G"), "only the new kernel's entry");
+    assert!(
+        bls_options(&node, OLD_ENTRY).contains("crashkernel=2G"),
+        "only the new kernel's entry"
+    );
 }
 
 #[test]
@@ -87,7 +90,9 @@ fn drift_behind_our_back_is_reported_by_the_checks_and_repaired_by_config() {
     assert!(!bls_options(&node, NEW_ENTRY).contains(RHEL9_DEFAULT_CRASHKERNEL));
     assert_eq!(node.read("/etc/kdump.conf").as_deref(), Some(PINNED_STOCK));
     node.run("config-check").expect_code(0);
-    node.run("config").expect_code(0).expect_output("interrupt needed: none");
+    node.run("config")
+        .expect_code(0)
+        .expect_output("interrupt needed: none");
 }
 
 #[test]
@@ -120,7 +125,11 @@ fn removing_crashkernel_puts_the_option_back_and_uninstall_restores_kdump_conf_e
     node.run("config").expect_code(0);
     install_kernel(&node, NEW_KERNEL);
     node.run("uninstall").expect_code(0);
-    assert_eq!(node.read("/etc/kdump.conf").as_deref(), Some(RHEL_KDUMP_CONF), "byte for byte");
+    assert_eq!(
+        node.read("/etc/kdump.conf").as_deref(),
+        Some(RHEL_KDUMP_CONF),
+        "byte for byte"
+    );
     node.run("uninstall-check").expect_code(0);
 }
 
