@@ -96,7 +96,7 @@ mod tests {
         )
         .unwrap();
         for dev in ["0000:01:00.0", "0000:01:00.1", "bind", "module"] {
-            h.write(&format!("/sys/bus/pci/drivers/mlx5_core/{dev}"), b"", 0o644)
+            h.write(format!("/sys/bus/pci/drivers/mlx5_core/{dev}"), b"", 0o644)
                 .unwrap();
         }
         assert_eq!(
