@@ -1,11 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 //! config: the configMap made true on the node. Every value is validated (and the
 //! boot tool found) before anything changes; unchanged input writes nothing and runs
-//! nothing. Ends by saying which interrupt the change needs: a reboot when the
+//! nothing but a read-only `grubby --info=ALL` on grubby hosts (the entries, not the
+//! record, say whether kdumpctl reset crashkernel behind our back). kdump.conf goes
+//! first, so on RHEL-like hosts `auto_reset_crashkernel no` is there before our
+//! crashkernel. Ends by saying which interrupt the change needs: a reboot when the
 //! crashkernel value changed, a restart of the kdump service when only its
 //! configuration did.
 
 use skyhook_core::boot::BootConfig;
+use skyhook_core::records::state::StateStore;
 use skyhook_core::{Interrupt, Outcome, Result, Step};
 
 use crate::autoreset::{self, Overridden};
@@ -30,6 +34,10 @@ pub fn config(step: &Step) -> Result<Outcome> {
     } else {
         None
     };
+
+    // kdump.conf first: on RHEL-like hosts it stops kdumpctl resetting the
+    // crashkernel= about to go on (a kernel installed in between keeps it).
+    let service_changed = deploy_conf(step, &platform, &input, &mut state, &store)?;
 
     let boot_changed = match (&boot, &input.crashkernel) {
         (Some(boot), Some(ck)) => {
@@ -59,28 +67,6 @@ pub fn config(step: &Step) -> Result<Outcome> {
         }
     };
 
-    let (conf, overridden) = service::desired(
-        &step.host,
-        &platform,
-        &state,
-        input.kdump_conf.as_deref(),
-        input.crashkernel.is_some(),
-    )?;
-    let before = step.host.read(platform.kdump_conf())?.unwrap_or_default();
-    let conf_changed = service::deploy(&step.host, &platform, &mut state, &store, conf.as_deref())?;
-    let after = step.host.read(platform.kdump_conf())?.unwrap_or_default();
-    // kdumpctl reads auto_reset_crashkernel only when it resets crashkernel: a
-    // change of that line alone needs no restart of the service.
-    let service_changed = conf_changed && autoreset::pin(&before).0 != autoreset::pin(&after).0;
-    if let Some(o) = overridden
-        && (input.kdump_conf.is_some() || conf_changed)
-    {
-        report_override(&platform, &o, input.kdump_conf.is_some());
-    }
-    if service_changed {
-        service::restart_if_running(&step.host, &platform)?;
-    }
-
     let interrupt = if boot_changed {
         Interrupt::Reboot
     } else if service_changed {
@@ -89,6 +75,35 @@ pub fn config(step: &Step) -> Result<Outcome> {
         Interrupt::NoOp
     };
     Ok(Outcome::needs(interrupt))
+}
+
+/// Deploys the service configuration config makes true ([`service::desired`]) and
+/// restarts the service when it runs and more than the `auto_reset_crashkernel`
+/// line changed (kdumpctl reads that line only when it resets crashkernel); returns
+/// whether the service needs the new configuration.
+fn deploy_conf(step: &Step, platform: &Platform, input: &Input, state: &mut State, store: &StateStore) -> Result<bool> {
+    let (conf, overridden) = service::desired(
+        &step.host,
+        platform,
+        state,
+        input.kdump_conf.as_deref(),
+        input.crashkernel.is_some(),
+    )?;
+    let before = step.host.read(platform.kdump_conf())?.unwrap_or_default();
+    let conf_changed = service::deploy(&step.host, platform, state, store, conf.as_deref())?;
+    let after = step.host.read(platform.kdump_conf())?.unwrap_or_default();
+    // kdumpctl reads auto_reset_crashkernel only when it resets crashkernel: a
+    // change of that line alone needs no restart of the service.
+    let service_changed = conf_changed && autoreset::pin(&before).0 != autoreset::pin(&after).0;
+    if let Some(o) = overridden
+        && (input.kdump_conf.is_some() || conf_changed)
+    {
+        report_override(platform, &o, input.kdump_conf.is_some());
+    }
+    if service_changed {
+        service::restart_if_running(&step.host, platform)?;
+    }
+    Ok(service_changed)
 }
 
 /// Says why the `auto_reset_crashkernel` value `o` is replaced by `no`: a warning
