@@ -44,6 +44,30 @@ fn the_stand_in_resets_crashkernel_at_a_kernel_install_as_kdumpctl_does() {
 }
 
 #[test]
+fn a_kexec_tools_update_resets_every_entry_unless_kdump_conf_says_no() {
+    let node = configured();
+    let update = ["_reset-crashkernel-after-update"];
+    node.run_stand_in("kdumpctl", &update).expect_code(0);
+    for entry in [OLD_ENTRY, "/boot/loader/entries/0a1b-0-rescue.conf"] {
+        assert!(
+            bls_options(&node, entry).contains("crashkernel=512M"),
+            "{entry} kept ours"
+        );
+    }
+    node.file("/etc/kdump.conf", RHEL_KDUMP_CONF);
+    node.run_stand_in("kdumpctl", &update).expect_code(0);
+    for entry in [OLD_ENTRY, "/boot/loader/entries/0a1b-0-rescue.conf"] {
+        assert!(
+            bls_options(&node, entry).contains(RHEL9_DEFAULT_CRASHKERNEL),
+            "the stock kdump.conf lets kdumpctl reset {entry}"
+        );
+    }
+    node.run("config-check")
+        .expect_code(1)
+        .expect_output("3 unmet expectation(s)");
+}
+
+#[test]
 fn a_kernel_install_keeps_our_crashkernel() {
     let node = configured();
     assert_eq!(
