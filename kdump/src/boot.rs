@@ -7,7 +7,10 @@
 //!   `crashkernel=` remains there); its original is kept for uninstall; `update-grub`.
 //! - RHEL-like with grubby: `grubby --update-kernel=ALL --args=crashkernel=<value>`
 //!   (grubby replaces the entries' own `crashkernel=`); each entry's original value is
-//!   kept and put back on uninstall, on the entries that still carry ours.
+//!   kept and put back on uninstall, on the entries that still carry ours. What
+//!   `grubby --info=ALL` reports, not the record, decides whether the value is in
+//!   place: an entry whose crashkernel was reset (kdumpctl, at a kernel install)
+//!   gets ours again.
 //! - RHEL-like without grubby: the `crashkernel=` of `GRUB_CMDLINE_LINUX` in
 //!   `/etc/default/grub` is replaced (or added), then `grub2-mkconfig` writes the
 //!   configuration the firmware boots (BIOS or EFI).
@@ -148,8 +151,20 @@ impl<'a> Boot<'a> {
                 }
             }
             BootConfig::Grubby => {
+                // The entries, not our record, say what the next boot gets: kdumpctl
+                // resets crashkernel= behind our back at a kernel install.
                 if previous.as_ref().is_some_and(same) {
-                    return Ok(None);
+                    let drift = self.check(&token)?;
+                    if drift.is_empty() {
+                        return Ok(None);
+                    }
+                    for d in drift {
+                        log::warn!(
+                            "{d} (kdumpctl resets it at a kernel install unless {} says `{}`): putting {token} back",
+                            "/etc/kdump.conf",
+                            crate::autoreset::PINNED_LINE
+                        );
+                    }
                 }
                 match previous.map(|r| r.original) {
                     Some(o @ BootOriginal::Grubby { .. }) => o,

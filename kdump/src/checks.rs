@@ -9,11 +9,12 @@ use skyhook_core::os::distro::Family;
 use skyhook_core::records::state::StateStore;
 use skyhook_core::{Checklist, Host, Outcome, Result, Step};
 
+use crate::autoreset;
 use crate::boot::{Boot, KEY};
 use crate::crashkernel::{CrashKernel, human};
 use crate::input::{Input, use_kdump};
 use crate::platform::Platform;
-use crate::service::first_difference;
+use crate::service::{self, first_difference};
 use crate::state::State;
 
 /// The size of the memory reserved for a crash kernel, in bytes.
@@ -37,15 +38,38 @@ pub fn config_check(step: &Step) -> Result<Outcome> {
         input.crashkernel.as_ref(),
         &mut c,
     )?;
+    check_kdump_conf(&step.host, &platform, &state, &input, &mut c)?;
+    let unit = platform.service();
+    c.expect(Systemd::new(&step.host).is_enabled(unit)?, || {
+        format!("the {unit} service is not enabled: run apply again, or `systemctl enable {unit}`")
+    });
+    c.finish()?;
+    Ok(Outcome::done())
+}
+
+/// The service configuration is what config makes it: the configMap's, with
+/// `auto_reset_crashkernel no` where the package sets crashkernel on RHEL-like hosts.
+fn check_kdump_conf(host: &Host, platform: &Platform, state: &State, input: &Input, c: &mut Checklist) -> Result<()> {
     let path = platform.kdump_conf();
-    match (&input.kdump_conf, &state.kdump_conf) {
-        (Some(expected), _) => match step.host.read_to_string(path)? {
+    let sets_crashkernel = input.crashkernel.is_some();
+    let (expected, _) = service::desired(host, platform, state, input.kdump_conf.as_deref(), sets_crashkernel)?;
+    match (expected, &state.kdump_conf) {
+        (Some(expected), _) => match host.read_to_string(path)? {
             None => c.fail(format!("{path} does not exist; run config again")),
+            Some(found) if input.kdump_conf.is_none() => {
+                c.expect(found == expected, || {
+                    format!(
+                        "{path} does not say `{}` (kdumpctl resets crashkernel= to the distribution's default at \
+                         the next kernel install); run config again",
+                        autoreset::PINNED_LINE
+                    )
+                });
+            }
             Some(found) => {
-                c.expect(found == *expected, || {
+                c.expect(found == expected, || {
                     format!(
                         "{path} is not the configMap's kdump.conf ({}); run config again",
-                        first_difference(expected, &found)
+                        first_difference(&expected, &found)
                     )
                 });
             }
@@ -55,12 +79,7 @@ pub fn config_check(step: &Step) -> Result<Outcome> {
         )),
         (None, None) => {}
     }
-    let unit = platform.service();
-    c.expect(Systemd::new(&step.host).is_enabled(unit)?, || {
-        format!("the {unit} service is not enabled: run apply again, or `systemctl enable {unit}`")
-    });
-    c.finish()?;
-    Ok(Outcome::done())
+    Ok(())
 }
 
 fn check_boot(
@@ -136,6 +155,10 @@ pub fn post_interrupt_check(step: &Step) -> Result<Outcome> {
         }
     };
 
+    if let Some(ck) = &input.crashkernel {
+        check_next_boot(host, &platform, &step.state(), ck, &mut c)?;
+    }
+
     let size = read_number(host, KEXEC_CRASH_SIZE)?;
     match size {
         None => c.fail(format!(
@@ -162,6 +185,34 @@ pub fn post_interrupt_check(step: &Step) -> Result<Outcome> {
     }
     c.finish()?;
     Ok(Outcome::done())
+}
+
+/// On grubby hosts, the boot entries still carry `ck` as `grubby --info=ALL` reports
+/// them: the running kernel may have it while kdumpctl reset the entries since (a
+/// kernel installed after the reboot), and the next boot would lose it.
+fn check_next_boot(
+    host: &Host,
+    platform: &Platform,
+    store: &StateStore,
+    ck: &CrashKernel,
+    c: &mut Checklist,
+) -> Result<()> {
+    if platform.family != Family::Rhel {
+        return Ok(());
+    }
+    // Only grubby hosts: elsewhere kdumpctl does not reset (and a host without a
+    // boot tool is no reason to fail this check).
+    if !matches!(BootConfig::detect(host, platform.family), Ok(BootConfig::Grubby)) {
+        return Ok(());
+    }
+    for unmet in Boot::new(host, BootConfig::Grubby, store).check(&ck.token())? {
+        c.fail(format!(
+            "{unmet}: the next boot loses it (kdumpctl resets crashkernel= at a kernel install unless /etc/kdump.conf \
+             says `{}`); run config again",
+            autoreset::PINNED_LINE
+        ));
+    }
+    Ok(())
 }
 
 /// Why no memory is reserved, as precisely as the node tells.

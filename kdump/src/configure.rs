@@ -1,13 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 //! config: the configMap made true on the node. Every value is validated (and the
 //! boot tool found) before anything changes; unchanged input writes nothing and runs
-//! nothing. Ends by saying which interrupt the change needs: a reboot when the
+//! nothing but a read-only `grubby --info=ALL` on grubby hosts (the entries, not the
+//! record, say whether kdumpctl reset crashkernel behind our back). kdump.conf goes
+//! first, so on RHEL-like hosts `auto_reset_crashkernel no` is there before our
+//! crashkernel. Ends by saying which interrupt the change needs: a reboot when the
 //! crashkernel value changed, a restart of the kdump service when only its
 //! configuration did.
 
 use skyhook_core::boot::BootConfig;
+use skyhook_core::records::state::StateStore;
 use skyhook_core::{Interrupt, Outcome, Result, Step};
 
+use crate::autoreset::{self, Overridden};
 use crate::boot::Boot;
 use crate::input::Input;
 use crate::platform::Platform;
@@ -29,6 +34,10 @@ pub fn config(step: &Step) -> Result<Outcome> {
     } else {
         None
     };
+
+    // kdump.conf first: on RHEL-like hosts it stops kdumpctl resetting the
+    // crashkernel= about to go on (a kernel installed in between keeps it).
+    let service_changed = deploy_conf(step, &platform, &input, &mut state, &store)?;
 
     let boot_changed = match (&boot, &input.crashkernel) {
         (Some(boot), Some(ck)) => {
@@ -58,17 +67,70 @@ pub fn config(step: &Step) -> Result<Outcome> {
         }
     };
 
-    let conf_changed = service::deploy(&step.host, &platform, &mut state, &store, input.kdump_conf.as_deref())?;
-    if conf_changed {
-        service::restart_if_running(&step.host, &platform)?;
-    }
-
     let interrupt = if boot_changed {
         Interrupt::Reboot
-    } else if conf_changed {
+    } else if service_changed {
         Interrupt::service([platform.service()])
     } else {
         Interrupt::NoOp
     };
     Ok(Outcome::needs(interrupt))
+}
+
+/// Deploys the service configuration config makes true ([`service::desired`]) and
+/// restarts the service when it runs and more than the `auto_reset_crashkernel`
+/// line changed (kdumpctl reads that line only when it resets crashkernel); returns
+/// whether the service needs the new configuration.
+fn deploy_conf(step: &Step, platform: &Platform, input: &Input, state: &mut State, store: &StateStore) -> Result<bool> {
+    let (conf, overridden) = service::desired(
+        &step.host,
+        platform,
+        state,
+        input.kdump_conf.as_deref(),
+        input.crashkernel.is_some(),
+    )?;
+    let before = step.host.read(platform.kdump_conf())?.unwrap_or_default();
+    let conf_changed = service::deploy(&step.host, platform, state, store, conf.as_deref())?;
+    let after = step.host.read(platform.kdump_conf())?.unwrap_or_default();
+    // kdumpctl reads auto_reset_crashkernel only when it resets crashkernel: a
+    // change of that line alone needs no restart of the service.
+    let service_changed = conf_changed && autoreset::pin(&before).0 != autoreset::pin(&after).0;
+    if let Some(o) = overridden
+        && (input.kdump_conf.is_some() || conf_changed)
+    {
+        report_override(platform, &o, input.kdump_conf.is_some());
+    }
+    if service_changed {
+        service::restart_if_running(&step.host, platform)?;
+    }
+    Ok(service_changed)
+}
+
+/// Says why the `auto_reset_crashkernel` value `o` is replaced by `no`: a warning
+/// when it is the configMap's (`from_configmap`), else a note about the node's file.
+fn report_override(platform: &Platform, o: &Overridden, from_configmap: bool) {
+    let value: String = o.value.chars().take(40).collect();
+    let why = format!(
+        "with it kdumpctl resets crashkernel= on the boot entries to the distribution's default at every kernel \
+         install and kexec-tools/kdump-utils update, undoing this package's crashkernel key; {} says `no` while \
+         the package sets crashkernel, and goes back when it stops",
+        platform.kdump_conf()
+    );
+    if from_configmap {
+        log::warn!(
+            "configMap key {:?} line {}: {} {value:?} is overridden with `{}`: {why}",
+            crate::input::KDUMP_CONF_KEY,
+            o.line,
+            autoreset::OPTION,
+            autoreset::PINNED_LINE
+        );
+    } else {
+        log::info!(
+            "{} line {}: {} {value:?} becomes `{}`: {why}",
+            platform.kdump_conf(),
+            o.line,
+            autoreset::OPTION,
+            autoreset::PINNED_LINE
+        );
+    }
 }

@@ -9,7 +9,8 @@
 //!   crash kernel.
 //! - uninstall: puts every original back and removes what apply installed.
 //!
-//! One module per concern: [`advice`] (what a node likely needs), [`crashkernel`] (the value's syntax), [`input`] (the
+//! One module per concern: [`advice`] (what a node likely needs), [`autoreset`]
+//! (kdumpctl's `auto_reset_crashkernel`), [`crashkernel`] (the value's syntax), [`input`] (the
 //! configMap), [`platform`] (names per distribution), [`state`] (what was changed),
 //! [`boot`] (the boot configuration), [`service`] (the service configuration and
 //! the service), and one module per mode group: [`apply`], [`configure`],
@@ -17,6 +18,7 @@
 
 pub mod advice;
 pub mod apply;
+pub mod autoreset;
 pub mod boot;
 pub mod checks;
 pub mod configure;

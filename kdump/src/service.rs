@@ -2,15 +2,59 @@
 //! The kdump service and its configuration file (`/etc/default/kdump-tools` or
 //! `/etc/kdump.conf`): the configMap's `kdump.conf` deployed atomically with the
 //! original kept, put back when the key goes away or on uninstall, and the service
-//! restarted when it runs and its configuration changed.
+//! restarted when it runs and its configuration changed. On RHEL-like hosts where
+//! the package sets crashkernel, the file also says `auto_reset_crashkernel no`
+//! ([`autoreset`](crate::autoreset)), so kdumpctl does not put the distribution's
+//! default back at the next kernel install.
 
 use skyhook_core::host::systemd::{Applied, Systemd};
+use skyhook_core::os::distro::Family;
 use skyhook_core::records::original::SavedFile;
 use skyhook_core::records::state::StateStore;
-use skyhook_core::{Host, Result};
+use skyhook_core::{Error, Host, Result};
 
+use crate::autoreset::{self, Overridden};
+use crate::input::KDUMP_CONF_KEY;
 use crate::platform::Platform;
 use crate::state::{ConfRecord, State};
+
+/// The service configuration config makes true (`None`: the original), and the
+/// value of `auto_reset_crashkernel` it overrides, if any.
+///
+/// `user` is the configMap's `kdump.conf`; `sets_crashkernel` whether the package
+/// puts crashkernel on the boot configuration. On RHEL-like hosts that do, the
+/// option is pinned to `no`: in the configMap's file, or else in the node's own
+/// (the original while the file still holds what the package wrote, else the file
+/// as someone changed it since, so their edits stay).
+pub fn desired(
+    host: &Host,
+    platform: &Platform,
+    state: &State,
+    user: Option<&str>,
+    sets_crashkernel: bool,
+) -> Result<(Option<String>, Option<Overridden>)> {
+    if platform.family != Family::Rhel || !sets_crashkernel {
+        return Ok((user.map(str::to_string), None));
+    }
+    let path = platform.kdump_conf();
+    let base = match (user, &state.kdump_conf) {
+        (Some(text), _) => text.as_bytes().to_vec(),
+        (None, Some(rec)) if host.read(path)?.as_deref() == Some(rec.deployed.as_bytes()) => {
+            rec.original.content()?.unwrap_or_default()
+        }
+        (None, _) => host.read(path)?.unwrap_or_default(),
+    };
+    let (pinned, overridden) = autoreset::pin(&base);
+    let text = String::from_utf8(pinned).map_err(|e| {
+        Error::action(format!(
+            "{path} is not UTF-8 text (byte {}): cannot add `{}` to it safely; fix the file, or give its \
+             content as the configMap's {KDUMP_CONF_KEY:?} key",
+            e.utf8_error().valid_up_to(),
+            autoreset::PINNED_LINE
+        ))
+    })?;
+    Ok((Some(text), overridden))
+}
 
 /// Makes the service configuration `desired` (`None`: the original), recording in
 /// `state`; returns whether the file changed. Unchanged content writes nothing.

@@ -256,7 +256,8 @@ fn uninstall_check_finds_every_leftover() {
         .expect_code(0);
     std::fs::write(node.commands_dir().join("systemd/kdump.enabled"), "").unwrap();
     std::fs::write(node.commands_dir().join("systemd/kdump.active"), "").unwrap();
-    node.file("/etc/kdump.conf", "path /srv/crash\n");
+    // What config had deployed: the configMap's file with auto_reset_crashkernel pinned.
+    node.file("/etc/kdump.conf", "path /srv/crash\nauto_reset_crashkernel no\n");
     node.run_stand_in("grubby", &["--update-kernel=ALL", "--args=crashkernel=256M"])
         .expect_code(0);
     node.run("uninstall-check")

@@ -12,7 +12,7 @@ use std::path::Path;
 
 use skyhook_core::os::distro::fixtures;
 pub use skyhook_testkit::boot_tools::bls_options;
-use skyhook_testkit::boot_tools::{GRUB2_MKCONFIG, GRUBBY};
+use skyhook_testkit::boot_tools::{GRUB2_MKCONFIG, GRUBBY, KDUMPCTL};
 use skyhook_testkit::{Manager, Node, Package, Tree};
 
 /// A distribution under test.
@@ -68,8 +68,9 @@ pub const ALL: [Distro; 5] = [UBUNTU, DEBIAN, RHEL, ROCKY, AMAZON];
 
 /// The RHEL 9 default crashkernel range list.
 pub const RHEL_DEFAULT: &str = "crashkernel=1G-4G:192M,4G-64G:256M,64G-:512M";
-/// The original `/etc/kdump.conf` kexec-tools installs.
-pub const RHEL_KDUMP_CONF: &str = "# This file contains a series of commands to perform (in order) in the kdump\n#\npath /var/crash\ncore_collector makedumpfile -l --message-level 7 -d 31\n";
+/// The original `/etc/kdump.conf` kexec-tools installs (the stock file says
+/// `auto_reset_crashkernel yes`).
+pub const RHEL_KDUMP_CONF: &str = "# This file contains a series of commands to perform (in order) in the kdump\n#\nauto_reset_crashkernel yes\npath /var/crash\ncore_collector makedumpfile -l --message-level 7 -d 31\n";
 /// Memory of the simulated nodes: 64 GiB.
 pub const MEM_KB: u64 = 64 * 1024 * 1024;
 
@@ -195,7 +196,8 @@ pub fn node(distro: Distro) -> Node {
             "BOOT_IMAGE=(hd0,gpt2)/vmlinuz-5.14.0-427.el9.x86_64 root=/dev/mapper/rl-root ro rd.lvm.lv=rl/root rhgb quiet\n",
         )
         .package_manager(Manager::Dnf, &[kexec_tools()])
-        .stand_in("grubby", GRUBBY);
+        .stand_in("grubby", GRUBBY)
+        .stand_in("kdumpctl", KDUMPCTL);
     }
     node
 }
