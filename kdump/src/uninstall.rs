@@ -275,6 +275,16 @@ pub fn uninstall_check(step: &Step) -> Result<Outcome> {
         c.finish()?;
         return Ok(Outcome::done());
     };
+    check_package_and_service(step, &platform, &receipt, &mut c)?;
+    report_reserved(step)?;
+    c.finish()?;
+    Ok(Outcome::done())
+}
+
+/// uninstall-check's half about what uninstall decided for the package, its
+/// configuration and its service (the receipt in the copy dir).
+fn check_package_and_service(step: &Step, platform: &Platform, receipt: &Receipt, c: &mut Checklist) -> Result<()> {
+    let host = &step.host;
     if let Some(conf) = receipt.kdump_conf.as_ref().filter(|c| !c.deployed_was_original) {
         let current = host.read_to_string(&conf.path)?;
         c.expect(current.as_deref() != Some(conf.deployed.as_str()), || {
@@ -305,9 +315,7 @@ pub fn uninstall_check(step: &Step) -> Result<Outcome> {
             format!("{unit} is still enabled, although it was not before the package's apply")
         });
     }
-    report_reserved(step)?;
-    c.finish()?;
-    Ok(Outcome::done())
+    Ok(())
 }
 
 /// Says what stays reserved until the next reboot.
