@@ -93,11 +93,7 @@ fn check_boot(
     match (crashkernel, &state.boot) {
         (Some(ck), _) => {
             let boot = Boot::new(host, BootConfig::detect(host, platform.family)?, store);
-            let unmet = boot.check(&ck.token())?;
-            if unmet.is_empty() {
-                c.expect(true, String::new);
-            }
-            unmet.into_iter().for_each(|u| c.fail(u));
+            c.expect_none(boot.check(&ck.token())?);
         }
         (None, Some(rec)) => c.fail(format!(
             "the configMap has no crashkernel key, but {} set by an earlier config is still recorded; run config again",

@@ -154,7 +154,7 @@ fn run_verify(host: &Host, verify: Verify, c: &mut Checklist) -> Result<()> {
     let out = host.run(&Cmd::new("tuned-adm").arg("verify"))?;
     if out.success() {
         log::info!("tuned-adm verify: the system settings match the active profile");
-        c.expect(true, String::new);
+        c.pass("tuned-adm verify");
         return Ok(());
     }
     let status = out.status_text();

@@ -129,23 +129,25 @@ fn check_overrides(host: &Host, paths: &Paths, conf: &sysctl::SysctlConf, c: &mu
     let ours = paths.sysctl();
     let wanted = conf.wanted();
     let overrides = ksysctl::overrides(host, &ours, &wanted)?;
-    if overrides.is_empty() {
-        c.expect(true, String::new);
-    }
-    for o in overrides {
-        c.fail(format!(
-            "{} line {} sets {} = {}, and is applied after {}, so it wins over configMap key {} ({} = {}): \
-             remove or change that line",
-            o.file.display(),
-            o.line,
-            o.key,
-            o.value,
-            ours.display(),
-            sysctl::KEY,
-            o.key,
-            wanted.get(&o.key).map_or("", String::as_str)
-        ));
-    }
+    c.expect_none(
+        overrides
+            .into_iter()
+            .map(|o| {
+                format!(
+                    "{} line {} sets {} = {}, and is applied after {}, so it wins over configMap key {} ({} = {}): \
+                     remove or change that line",
+                    o.file.display(),
+                    o.line,
+                    o.key,
+                    o.value,
+                    ours.display(),
+                    sysctl::KEY,
+                    o.key,
+                    wanted.get(&o.key).map_or("", String::as_str)
+                )
+            })
+            .collect(),
+    );
     Ok(())
 }
 
@@ -238,9 +240,7 @@ fn check_live_sysctl(host: &Host, conf: &sysctl::SysctlConf, c: &mut Checklist) 
                 sysctl::KEY,
                 a.line
             )),
-            Some(v) if ksysctl::same_value(&v, &a.value) => {
-                c.expect(true, String::new);
-            }
+            Some(v) if ksysctl::same_value(&v, &a.value) => c.pass(format_args!("{} = {v}", a.key)),
             Some(v) if a.ignore_failure => c.skip(format!(
                 "{} is {v:?}, not {:?}; its '-' prefix says failures are ignored",
                 a.key, a.value

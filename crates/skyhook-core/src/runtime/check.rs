@@ -29,6 +29,22 @@ impl Checklist {
         ok
     }
 
+    /// Records an expectation the caller has just found met (`what` it was), for
+    /// checks whose condition is a match rather than one boolean.
+    pub fn pass(&mut self, what: impl std::fmt::Display) {
+        log::debug!("met: {what}");
+        self.met += 1;
+    }
+
+    /// Records one expectation, "none of these problems": met when `problems` is
+    /// empty, otherwise each problem is an unmet expectation.
+    pub fn expect_none(&mut self, problems: Vec<String>) {
+        if problems.is_empty() {
+            self.met += 1;
+        }
+        problems.into_iter().for_each(|p| self.fail(p));
+    }
+
     /// Records an unmet expectation.
     pub fn fail(&mut self, what: impl Into<String>) {
         let what = what.into();
@@ -103,8 +119,21 @@ mod tests {
     #[test]
     fn passes_when_all_met_even_with_skips() {
         let mut c = Checklist::new();
-        c.expect(true, String::new);
+        c.pass("tuned-adm verify");
+        c.expect_none(Vec::new());
         c.skip("x");
+        assert_eq!(c.met, 2);
         assert!(c.finish().is_ok());
+    }
+
+    #[test]
+    fn expect_none_lists_each_problem() {
+        let mut c = Checklist::new();
+        c.expect_none(vec!["x overrides y".into(), "z overrides y".into()]);
+        assert_eq!(c.met, 0);
+        match c.finish() {
+            Err(Error::Check(list)) => assert_eq!(list, ["x overrides y", "z overrides y"]),
+            other => panic!("{other:?}"),
+        }
     }
 }
