@@ -207,7 +207,21 @@ pub fn check_reserved(host: &Host, args: &[String], c: &mut Checklist) -> Result
     if requests.is_empty() {
         return Ok(());
     }
-    let sizes = supported(host)?.unwrap_or_default();
+    let Some(sizes) = supported(host)? else {
+        if host.is_dir("/sys/kernel") {
+            c.fail(format!(
+                "{}: the running kernel has no {SYSFS}: it supports no huge pages, so it reserved none of {}",
+                grub::KEY,
+                requests.iter().map(|r| r.arg.as_str()).collect::<Vec<_>>().join(" ")
+            ));
+        } else {
+            c.skip(format!(
+                "{}: the huge pages reserved: this host has no /sys (a chroot or image build, not a booted node)",
+                grub::KEY
+            ));
+        }
+        return Ok(());
+    };
     for r in &requests {
         let Some(wanted) = r.count else {
             c.fail(format!("{}: {} is not a page count", grub::KEY, r.arg));

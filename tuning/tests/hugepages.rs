@@ -138,3 +138,19 @@ fn a_bare_count_without_a_default_size_is_named() {
         "hugepages=16 counts pages of the default huge page size, which is unknown: /proc/meminfo is missing",
     );
 }
+
+#[test]
+fn without_sysfs_the_reservation_is_not_checked_and_without_hugetlb_it_fails() {
+    // A chroot or an image build has no /sys: nothing can be proven, and the check
+    // says so instead of failing. A booted kernel without huge page support has
+    // /sys but no /sys/kernel/mm/hugepages: it reserved nothing, which fails.
+    let n = node_with(&X86_64_HUGEPAGES, 2048);
+    n.configmap("grub.conf", "hugepagesz=1G hugepages=4");
+    run(&n, "config", 0);
+    reboot(&n);
+    std::fs::remove_dir_all(n.path("/sys")).unwrap();
+    run(&n, "post-interrupt-check", 0)
+        .expect_output("not checked: grub.conf: the huge pages reserved: this host has no /sys");
+    std::fs::create_dir_all(n.path("/sys/kernel")).unwrap();
+    run(&n, "post-interrupt-check", 1).expect_output("it supports no huge pages, so it reserved none of hugepages=4");
+}
