@@ -5,7 +5,9 @@
 //! included one's), each setting with the profile it comes from.
 
 use crate::catalog::{Catalog as Embedded, Choice, OsEntry, Rendered};
-use crate::profile::{Catalog, CatalogError, Effective, OsVersion, Selection, Setting, SettingKind};
+use skyhook_core::profile::{Catalog, CatalogError, Effective, OsVersion, Selection, Setting, SettingKind};
+
+use crate::catalog::CatalogError as Missing;
 
 /// The package's catalog as the core's [`Catalog`] trait sees it.
 pub struct NvidiaTuned(Embedded);
@@ -49,10 +51,18 @@ impl Catalog for NvidiaTuned {
     }
 
     fn effective(&self, selection: &Selection) -> Result<Effective, CatalogError> {
-        let rendered = self
-            .0
-            .render(&to_choice(selection))
-            .map_err(|e| CatalogError(e.to_string()))?;
+        let m = &self.0.manifest;
+        let rendered = self.0.render(&to_choice(selection)).map_err(|e| match e {
+            Missing::Accelerator(given, _) => CatalogError::unknown_accelerator(&given, &m.accelerators),
+            Missing::Intent(given, _) => CatalogError::unknown_intent(&given, &m.intents),
+            Missing::Service(given, _) => {
+                CatalogError::unknown_service(&given, &m.services.keys().collect::<Vec<_>>())
+            }
+            Missing::Missing { .. } => CatalogError::Data {
+                source_file: "nvidia-tuned/catalog".into(),
+                reason: e.to_string(),
+            },
+        })?;
         Ok(settings_of(&rendered, &self.0.manifest.optional_sysctls))
     }
 }

@@ -7,14 +7,13 @@
 //! Modules: [`catalog`] the embedded profile catalog, [`request`] the configMap keys,
 //! [`accelerator`] the node's accelerator, [`desired`] the tuned request for this
 //! node, [`main_conf`] the tuned-main.conf options, [`effective`] the reviewable
-//! settings of each combination, [`profile`] the agreed catalog interface.
+//! settings of each combination (`skyhook_core::profile::Catalog`).
 
 pub mod accelerator;
 pub mod catalog;
 pub mod desired;
 pub mod effective;
 pub mod main_conf;
-pub mod profile;
 pub mod request;
 
 use skyhook_core::host::systemd::Systemd;

@@ -28,7 +28,7 @@ fn h100_defaults_to_performance_with_the_include_chain_and_asks_for_a_reboot() {
     let node = node(&[("accelerator", "h100")]);
     node.run("config")
         .expect_code(0)
-        .expect_output("accelerator h100 as the configMap requests")
+        .expect_output("accelerator h100 as the configMap key \"accelerator\" names it")
         .expect_output("tuned profile nvidia-h100-performance and its include chain")
         .expect_output("interrupt needed: {type: reboot}");
     for name in ["nvidia-h100-performance", "nvidia-acs-disable", "nvidia-base"] {
@@ -154,4 +154,53 @@ fn bad_input_exits_2_listing_what_is_supported_and_leaves_the_node_unchanged() {
         node.run("config").expect_code(2).expect_output(reason);
         before.assert_same(&node.snapshot());
     }
+}
+
+fn label(node: &Node, product: &str) {
+    let dir = node.copy_dir().join("node-metadata");
+    std::fs::create_dir_all(&dir).unwrap();
+    let labels = format!("{{\"nvidia.com/gpu.product\": \"{product}\", \"kubernetes.io/arch\": \"arm64\"}}");
+    std::fs::write(dir.join("labels.json"), labels).unwrap();
+}
+
+fn pci(node: &Node, address: &str, device: &str) {
+    let dir = format!("/sys/bus/pci/devices/{address}");
+    node.file(&format!("{dir}/vendor"), "0x10de\n")
+        .file(&format!("{dir}/device"), format!("{device}\n"))
+        .file(&format!("{dir}/class"), "0x030200\n");
+}
+
+#[test]
+fn auto_picks_the_accelerator_from_the_gpu_feature_discovery_label() {
+    let node = node(&[("accelerator", "auto"), ("intent", "inference")]);
+    label(&node, "NVIDIA-GB200-MIG-1g.24gb");
+    pci(&node, "0000:1b:00.0", "0x2330"); // the label wins over the PCI devices
+    node.run("config")
+        .expect_code(0)
+        .expect_output("accelerator gb200 from node label nvidia.com/gpu.product=NVIDIA-GB200-MIG-1g.24gb");
+    assert_eq!(node.read("/etc/tuned/active_profile").unwrap(), "nvidia-gb200-inference\n");
+    node.run("config-check").expect_code(0);
+}
+
+#[test]
+fn auto_without_a_label_picks_the_accelerator_from_the_pci_device_ids() {
+    let node = node(&[("accelerator", "auto")]);
+    pci(&node, "0000:1b:00.0", "0x2330");
+    pci(&node, "0000:2a:00.0", "0x2330");
+    node.run("config").expect_code(0).expect_output("accelerator h100 from PCI device");
+    assert_eq!(node.read("/etc/tuned/active_profile").unwrap(), "nvidia-h100-performance\n");
+}
+
+#[test]
+fn auto_refuses_a_node_whose_accelerator_the_catalog_lacks_or_cannot_be_told() {
+    let b200 = node(&[("accelerator", "auto")]);
+    label(&b200, "NVIDIA-B200");
+    let before = b200.snapshot();
+    b200.run("config").expect_code(2).expect_output("h100, gb200");
+    before.assert_same(&b200.snapshot());
+
+    let bare = node(&[("accelerator", "auto")]);
+    let before = bare.snapshot();
+    bare.run("config").expect_code(2).expect_output("configMap key \"accelerator\"");
+    before.assert_same(&bare.snapshot());
 }
