@@ -6,13 +6,14 @@
 //!
 //! Modules: [`catalog`] the embedded profile catalog, [`request`] the configMap keys,
 //! [`accelerator`] the node's accelerator, [`desired`] the tuned request for this
-//! node, [`main_conf`] the tuned-main.conf options, [`effective`] the reviewable
+//! node, [`main_conf`] the tuned-main.conf options, [`legacy`] what the bash version left, [`effective`] the reviewable
 //! settings of each combination (`skyhook_core::profile::Catalog`).
 
 pub mod accelerator;
 pub mod catalog;
 pub mod desired;
 pub mod effective;
+pub mod legacy;
 pub mod main_conf;
 pub mod request;
 
@@ -69,6 +70,9 @@ fn config(step: &Step) -> Result<Outcome> {
     let desired = Desired::read(step, &catalog)?;
     let files_need = desired.files_interrupt(&step.host)?;
     let outcome = tuned::config_with(&engine(step, desired.configmaps()), &desired.files())?;
+    let layout = tuned::layout::Tuned::detect(&step.host)?;
+    let ours = desired.rendered.profiles.iter().map(|p| layout.profile_file(&p.name)).collect();
+    legacy::remove(&step.host, &catalog, &ours)?;
     let options = &catalog.manifest.tuned_main;
     if main_conf::apply(&step.host, &main_conf_store(step), options)? {
         let systemd = Systemd::new(&step.host);
@@ -110,6 +114,7 @@ fn check(step: &Step, verify: Verify) -> Result<Outcome> {
 /// the configMap (older operators): both go by this package's records.
 fn uninstall(step: &Step) -> Result<Outcome> {
     main_conf::restore(&step.host, &main_conf_store(step))?;
+    legacy::remove(&step.host, &Catalog::embedded(), &Default::default())?;
     tuned::service::uninstall(&engine(step, ConfigMaps::default()))
 }
 

@@ -204,3 +204,37 @@ fn auto_refuses_a_node_whose_accelerator_the_catalog_lacks_or_cannot_be_told() {
     bare.run("config").expect_code(2).expect_output("configMap key \"accelerator\"");
     before.assert_same(&bare.snapshot());
 }
+
+#[test]
+fn a_node_the_bash_version_configured_keeps_only_this_packages_files_and_uninstall_leaves_none() {
+    let node = node(&[("accelerator", "h100"), ("intent", "inference"), ("service", "eks")]);
+    // What the bash nvidia-tuned 0.2.3 left: base profiles in /usr/lib/tuned, every
+    // workload profile and the service profile with its scripts in /etc/tuned.
+    let bash = [
+        "/usr/lib/tuned/nvidia-base/tuned.conf",
+        "/usr/lib/tuned/nvidia-acs-disable/tuned.conf",
+        "/etc/tuned/nvidia-h100-performance/tuned.conf",
+        "/etc/tuned/nvidia-h100-inference/tuned.conf",
+        "/etc/tuned/nvidia-gb200-performance/tuned.conf",
+        "/etc/tuned/nvidia-gb200-performance/containerd_service.sh",
+        "/etc/tuned/eks-h100-inference/tuned.conf",
+        "/etc/tuned/eks-h100-inference/script.sh",
+        "/etc/tuned/eks-h100-inference/bootloader.sh",
+    ];
+    for path in bash {
+        node.file(path, "[main]\nsummary=bash nvidia-tuned\n");
+    }
+    node.file("/etc/tuned/my-own/tuned.conf", "[main]\n");
+    node.run("config").expect_code(0).expect_output("left by the bash nvidia-tuned");
+    for gone in ["/usr/lib/tuned/nvidia-base", "/etc/tuned/nvidia-gb200-performance", "/etc/tuned/eks-h100-inference/script.sh"] {
+        assert!(!node.exists(gone), "{gone} removed");
+    }
+    assert!(profile(&node, "nvidia-h100-inference").unwrap().contains("NVIDIA H100 inference for EKS"));
+    assert!(node.exists("/etc/tuned/my-own/tuned.conf"), "a profile of another name is not touched");
+    node.run("config-check").expect_code(0);
+    node.run("uninstall").expect_code(0);
+    for name in ["nvidia-base", "nvidia-h100-inference", "eks-h100-inference", "nvidia-h100-performance"] {
+        assert!(!node.exists(&format!("/etc/tuned/{name}")), "{name} gone after uninstall");
+    }
+    assert!(node.exists("/etc/tuned/my-own/tuned.conf"));
+}
