@@ -33,10 +33,17 @@ fn the_manifest_ships_the_rows_of_this_table() {
     assert_eq!(m.accelerators, ACCELERATORS);
     assert_eq!(m.intents, INTENTS);
     assert_eq!(m.services.keys().collect::<Vec<_>>(), SERVICES);
-    let oses: Vec<(&str, &str)> = m.os_versions.iter().map(|o| (o.id.as_str(), o.version.as_str())).collect();
+    let oses: Vec<(&str, &str)> = m
+        .os_versions
+        .iter()
+        .map(|o| (o.id.as_str(), o.version.as_str()))
+        .collect();
     assert_eq!(oses, OS_VERSIONS);
     let combos = nvidia_tuned::catalog().combinations();
-    assert_eq!(combos.len(), ACCELERATORS.len() * INTENTS.len() * (1 + SERVICES.len()) * (1 + OS_VERSIONS.len()));
+    assert_eq!(
+        combos.len(),
+        ACCELERATORS.len() * INTENTS.len() * (1 + SERVICES.len()) * (1 + OS_VERSIONS.len())
+    );
 }
 
 #[test]
@@ -47,11 +54,20 @@ fn every_combination_renders_validates_with_tuned_and_has_a_closed_include_chain
         let r = catalog.render(&choice).unwrap_or_else(|e| panic!("{choice:?}: {e}"));
         let names: Vec<&str> = r.profiles.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names[0], r.active, "{choice:?}: the chain starts at the active profile");
-        assert_eq!(names.last(), Some(&"nvidia-base"), "{choice:?}: the chain ends at the base");
+        assert_eq!(
+            names.last(),
+            Some(&"nvidia-base"),
+            "{choice:?}: the chain ends at the base"
+        );
         for p in &r.profiles {
             let conf = tuned::conf::Conf::parse(&p.text).unwrap_or_else(|e| panic!("{}: {e:?}", p.source));
             if let Some(inc) = conf.include() {
-                assert!(names.contains(&inc.value.trim()), "{}: include {} not in the chain", p.source, inc.value);
+                assert!(
+                    names.contains(&inc.value.trim()),
+                    "{}: include {} not in the chain",
+                    p.source,
+                    inc.value
+                );
             }
             used.insert(format!("profiles/{}", p.source));
         }
@@ -68,7 +84,11 @@ fn every_combination_renders_validates_with_tuned_and_has_a_closed_include_chain
             panic!("{choice:?}: tuned refuses the rendered profiles: {e}");
         }
     }
-    let shipped: BTreeSet<String> = catalog.paths().filter(|p| *p != "manifest.json").map(String::from).collect();
+    let shipped: BTreeSet<String> = catalog
+        .paths()
+        .filter(|p| *p != "manifest.json")
+        .map(String::from)
+        .collect();
     let unused: Vec<&String> = shipped.difference(&used).collect();
     assert!(unused.is_empty(), "catalog files no combination uses: {unused:?}");
 }
@@ -86,7 +106,15 @@ fn render_all() -> String {
                 (false, true) => " [optional]",
                 _ => "",
             };
-            writeln!(out, "{}: {} = {}  <- {}{flags}", st.kind.heading(), st.key, st.value, st.source).unwrap();
+            writeln!(
+                out,
+                "{}: {} = {}  <- {}{flags}",
+                st.kind.heading(),
+                st.key,
+                st.value,
+                st.source
+            )
+            .unwrap();
         }
         out.push('\n');
     }
@@ -132,7 +160,10 @@ fn the_os_fallback_and_the_service_version_show_in_the_sources() {
         source_of(&sel(None, ("rhel", "9.4")), "cmdline_isolcpus").unwrap(),
         "nvidia-h100-inference (os/common/nvidia-h100-inference.conf)"
     );
-    assert_eq!(source_of(&sel(Some("eks"), ("ubuntu", "24.04")), "kernel.sched_latency_ns"), None);
+    assert_eq!(
+        source_of(&sel(Some("eks"), ("ubuntu", "24.04")), "kernel.sched_latency_ns"),
+        None
+    );
     let unknown = catalog.effective(&Selection {
         accelerator: "a100".into(),
         ..sel(None, ("ubuntu", "24.04"))
