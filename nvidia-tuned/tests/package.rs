@@ -57,7 +57,9 @@ fn h100_defaults_to_performance_with_the_include_chain_and_asks_for_a_reboot() {
         .expect_output("interrupt needed: none");
     assert!(
         !calls_of(&node, "systemctl").contains(&"systemctl restart tuned".to_string()),
-        "no restart when unchanged"
+        "no restart when unchanged: {:?} {:?}",
+        calls_of(&node, "systemctl"),
+        node.read("/var/lib/skyhook-packages/nvidia-tuned-main-conf/nvidia-tuned/state.json")
     );
 }
 
@@ -366,4 +368,21 @@ fn a_new_containerd_drop_in_asks_for_a_containerd_restart_only_once() {
     node.run("config")
         .expect_code(0)
         .expect_output("interrupt needed: none");
+}
+
+#[test]
+fn a_restart_a_killed_config_owed_is_done_by_the_rerun() {
+    let node = node(&[("accelerator", "h100")]);
+    // A config killed after setting reapply_sysctl, before restarting tuned.
+    node.file("/etc/tuned/tuned-main.conf", "reapply_sysctl = 0\n");
+    node.file(
+        "/var/lib/skyhook-packages/nvidia-tuned-main-conf/nvidia-tuned/state.json",
+        r#"{"original": {"path": "/etc/tuned/tuned-main.conf", "existed": false}, "restart_pending": true}"#,
+    );
+    node.run("config").expect_code(0);
+    assert!(calls_of(&node, "systemctl").contains(&"systemctl restart tuned".to_string()));
+    let state = node
+        .read("/var/lib/skyhook-packages/nvidia-tuned-main-conf/nvidia-tuned/state.json")
+        .unwrap();
+    assert!(!state.contains("restart_pending"), "{state}");
 }
