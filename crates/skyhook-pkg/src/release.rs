@@ -186,7 +186,7 @@ mod tests {
     fn a_tag_for_an_unknown_package_is_refused() {
         let e = parse("tunning/2.0.0", &packages()).unwrap_err();
         assert!(e.contains("\"tunning\" is not a package"), "{e}");
-        assert!(e.contains("kdump, shellscript, tuned, tuning"), "{e}");
+        assert!(e.contains("kdump, nvidia-tuned, shellscript, tuned, tuning"), "{e}");
     }
 
     #[test]
