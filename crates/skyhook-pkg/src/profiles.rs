@@ -15,7 +15,7 @@ use crate::error::ToolError;
 
 /// The catalogs of the packages this tool was built with.
 pub fn catalogs() -> Vec<Box<dyn Catalog>> {
-    Vec::new()
+    vec![Box::new(nvidia_tuned::catalog())]
 }
 
 /// The subcommands.
