@@ -28,10 +28,12 @@ use crate::host::command::{Cmd, Output, RefusingRunner, Runner, StandInRunner, S
 use crate::host::nofollow::{Dir, Missing};
 use crate::runtime::error::{HostError, Result};
 
-/// The host: a root directory and a command runner.
+/// The host: a root directory and a command runner. Cloning it shares the runner,
+/// so that a package can hand the same host to an engine it runs in process.
+#[derive(Clone)]
 pub struct Host {
     root: PathBuf,
-    runner: Box<dyn Runner>,
+    runner: std::sync::Arc<dyn Runner>,
 }
 
 impl std::fmt::Debug for Host {
@@ -50,7 +52,7 @@ impl Host {
     pub fn new(root: impl Into<PathBuf>, runner: impl Runner + 'static) -> Self {
         Host {
             root: root.into(),
-            runner: Box::new(runner),
+            runner: std::sync::Arc::new(runner),
         }
     }
 
