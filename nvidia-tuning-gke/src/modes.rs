@@ -125,11 +125,17 @@ pub fn config_check(step: &Step) -> Result<Outcome> {
 pub fn post_interrupt_check(step: &Step) -> Result<Outcome> {
     let p = prepare(step)?;
     optional::warn_missing(&step.host, &p.optional);
+    let engine = tuning::run_with_input(step, KIND, p.input);
     let mut c = Checklist::new();
-    c.absorb(tuning::run_with_input(step, KIND, p.input).map(|_| ()))?;
     optional::check_present(&p.optional, &mut c);
-    c.finish()?;
-    Ok(Outcome::done())
+    match (engine, c.finish()) {
+        (Err(Error::Check(mut unmet)), Err(Error::Check(more))) => {
+            unmet.extend(more);
+            Err(Error::Check(unmet))
+        }
+        (Err(e), _) | (Ok(_), Err(e)) => Err(e),
+        (Ok(outcome), Ok(())) => Ok(outcome),
+    }
 }
 
 /// uninstall: what the records say was done is undone; the configMap is not read.
