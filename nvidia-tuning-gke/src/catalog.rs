@@ -8,6 +8,7 @@ use std::collections::BTreeMap;
 use std::sync::OnceLock;
 
 use serde::Deserialize;
+use skyhook_core::profile::CatalogError;
 
 mod embedded {
     include!(concat!(env!("OUT_DIR"), "/catalog_files.rs"));
@@ -52,29 +53,6 @@ pub enum DataError {
     /// The manifest is missing.
     #[error("catalog/{MANIFEST} is not in the build")]
     NoManifest,
-}
-
-/// An accelerator or intent the catalog does not have: bad input listing what it has.
-#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-pub enum SelectionError {
-    /// No such accelerator.
-    #[error("accelerator {given:?} is not in the catalog; supported: {}", supported.join(", "))]
-    UnknownAccelerator {
-        /// What was asked for.
-        given: String,
-        /// Every accelerator of the catalog.
-        supported: Vec<String>,
-    },
-    /// The accelerator has no such intent.
-    #[error("intent {given:?} is not in the catalog for accelerator {accelerator}; supported: {}", supported.join(", "))]
-    UnknownIntent {
-        /// The accelerator.
-        accelerator: String,
-        /// What was asked for.
-        given: String,
-        /// The intents of that accelerator.
-        supported: Vec<String>,
-    },
 }
 
 /// A file of the catalog: where it is and what it holds.
@@ -174,23 +152,17 @@ impl GkeCatalog {
             .collect()
     }
 
-    /// The combination `accelerator`/`intent`.
-    pub fn profile(&self, accelerator: &str, intent: &str) -> Result<Profile<'_>, SelectionError> {
-        let (accelerator, intents) =
-            self.combinations
-                .get_key_value(accelerator)
-                .ok_or_else(|| SelectionError::UnknownAccelerator {
-                    given: accelerator.to_string(),
-                    supported: self.accelerators().iter().map(|a| a.to_string()).collect(),
-                })?;
-        let (intent, (sysctl, containerd)) =
-            intents
-                .get_key_value(intent)
-                .ok_or_else(|| SelectionError::UnknownIntent {
-                    accelerator: accelerator.clone(),
-                    given: intent.to_string(),
-                    supported: intents.keys().cloned().collect(),
-                })?;
+    /// The combination `accelerator`/`intent`; an unknown one lists what the
+    /// catalog has (bad input).
+    pub fn profile(&self, accelerator: &str, intent: &str) -> Result<Profile<'_>, CatalogError> {
+        let (accelerator, intents) = self
+            .combinations
+            .get_key_value(accelerator)
+            .ok_or_else(|| CatalogError::unknown_accelerator(accelerator, &self.accelerators()))?;
+        let supported: Vec<&str> = intents.keys().map(String::as_str).collect();
+        let (intent, (sysctl, containerd)) = intents
+            .get_key_value(intent)
+            .ok_or_else(|| CatalogError::unknown_intent(intent, &supported))?;
         Ok(Profile {
             accelerator,
             intent,
@@ -231,12 +203,18 @@ mod tests {
     fn unknown_names_list_what_is_supported() {
         let c = GkeCatalog::parse(&[(MANIFEST, MANIFEST_TEXT), ("profiles/x/a/sysctl.conf", "")]).unwrap();
         assert_eq!(
-            c.profile("y", "a").unwrap_err().to_string(),
-            "accelerator \"y\" is not in the catalog; supported: x"
+            c.profile("y", "a").unwrap_err(),
+            CatalogError::UnknownAccelerator {
+                given: "\"y\"".into(),
+                supported: vec!["x".into()]
+            }
         );
         assert_eq!(
-            c.profile("x", "b").unwrap_err().to_string(),
-            "intent \"b\" is not in the catalog for accelerator x; supported: a"
+            c.profile("x", "b").unwrap_err(),
+            CatalogError::UnknownIntent {
+                given: "\"b\"".into(),
+                supported: vec!["a".into()]
+            }
         );
         assert_eq!(c.profile("x", "a").unwrap().name(), "x/a");
     }

@@ -8,15 +8,18 @@
 //! [`choice`] picks the accelerator (a name, or `auto` from the node), [`catalog`]
 //! is the embedded catalog, [`tuning_input`] turns a combination into tuning's
 //! input, [`optional`] handles the keys some kernels lack, [`modes`] runs each mode
-//! on the tuning engine.
+//! on the tuning engine, [`effective`] shows every combination's settings
+//! ([`catalog()`], for `skyhook-pkg profiles` and lint).
 
 pub mod catalog;
 pub mod choice;
+pub mod effective;
 pub mod modes;
 pub mod optional;
 pub mod request;
 pub mod tuning_input;
 
+use skyhook_core::profile::Catalog;
 use skyhook_core::runtime::run::Handler;
 use skyhook_core::{Mode, Package};
 
@@ -38,4 +41,9 @@ impl Package for NvidiaTuningGke {
     ];
     // Made for Container-Optimized OS: its settings are live, see the README.
     const NEEDS_PERSISTENT_ETC: bool = false;
+}
+
+/// The package's catalog: every combination and its effective settings.
+pub fn catalog() -> impl Catalog {
+    effective::GkeProfiles
 }

@@ -43,13 +43,7 @@ fn prepare(step: &Step) -> Result<Prepared> {
     let profile = catalog
         .profile(&chosen.name, &request.intent)
         .map_err(|e| Error::input(format!("configMap key {:?}: {e}", request::INTENT)))?;
-    log::info!(
-        "accelerator {} {}: catalog profile {} ({})",
-        chosen.name,
-        chosen.evidence,
-        profile.name(),
-        profile.sysctl.path
-    );
+    log::info!("{chosen}: catalog profile {} ({})", profile.name(), profile.sysctl.path);
     log_containerd(&profile, request.use_containerd);
     Ok(Prepared {
         optional: optional::read(&step.host, &profile)?,

@@ -240,18 +240,30 @@ fn a_reboot_interrupt_on_cos_is_warned_about() {
 
 #[test]
 fn bad_input_exits_2_naming_what_is_supported_and_changes_nothing() {
-    let cases: [(&str, &str, Option<&str>, &str); 5] = [
+    let cases: [(&str, &str, Option<&str>, &str); 7] = [
         (
             "a100",
             "inference",
             None,
-            "\"a100\" is not supported; supported: gb200, h100",
+            "configMap key \"accelerator\": \"a100\" is not a known accelerator; supported: gb200, h100",
+        ),
+        (
+            "h200",
+            "inference",
+            None,
+            "accelerator h200 as the configMap key \"accelerator\" names it, but this package has no profiles for h200; supported: gb200, h100",
+        ),
+        (
+            "auto",
+            "inference",
+            None,
+            "configMap key \"accelerator\" is \"auto\" but this node shows no known accelerator",
         ),
         (
             "h100",
             "training",
             None,
-            "configMap key \"intent\": intent \"training\" is not in the catalog for accelerator h100; supported: inference, multiNodeTraining",
+            "configMap key \"intent\": intent \"training\" is not in the catalog; supported: inference, multiNodeTraining",
         ),
         ("h100", "performance", None, "supported: inference, multiNodeTraining"),
         (
@@ -289,4 +301,76 @@ fn keys_it_does_not_read_are_named_and_ignored() {
     n.configmap("sysctl.conf", "vm.swappiness = 99\n");
     run(&n, "config", 0).expect_output("configMap key \"sysctl.conf\" is not one nvidia-tuning-gke reads");
     assert_eq!(live(&n, "vm/swappiness"), "1");
+}
+
+#[test]
+fn auto_picks_the_accelerator_from_the_gpu_product_label() {
+    let n = cos();
+    select(&n, "auto", "inference");
+    labels(
+        &n,
+        &[
+            ("nvidia.com/gpu.product", "NVIDIA-GB200-MIG-1g.23gb"),
+            ("kubernetes.io/arch", "arm64"),
+        ],
+    );
+    // A PCI device of another accelerator: the label wins.
+    gpu(&n, "0000:17:00.0", "0x2330");
+    run(&n, "config", 0).expect_output(
+        "accelerator gb200 from node label nvidia.com/gpu.product=NVIDIA-GB200-MIG-1g.23gb: catalog profile gb200/inference",
+    );
+    assert_eq!(live(&n, "kernel/threads-max"), "16512444");
+    run(&n, "config-check", 0);
+    run(&n, "post-interrupt-check", 0);
+}
+
+#[test]
+fn auto_picks_the_accelerator_from_the_pci_devices_without_a_label() {
+    let n = ubuntu();
+    select(&n, "auto", "multiNodeTraining");
+    gpu(&n, "0000:3a:00.0", "0x2330");
+    gpu(&n, "0000:18:00.0", "0x2330");
+    // An Intel device with the same device ID is not a GPU.
+    n.file("/sys/bus/pci/devices/0000:00:1f.0/vendor", "0x8086\n")
+        .file("/sys/bus/pci/devices/0000:00:1f.0/device", "0x2941\n")
+        .file("/sys/bus/pci/devices/0000:00:1f.0/class", "0x060100\n");
+    run(&n, "config", 0).expect_output(
+        "accelerator h100 from PCI device 0000:18:00.0 (10de:2330): catalog profile h100/multiNodeTraining",
+    );
+    assert_eq!(live(&n, "net/core/default_qdisc"), "fq");
+    assert_eq!(live(&n, "kernel/threads-max"), "1030489", "not a GB200");
+    run(&n, "config-check", 0);
+}
+
+#[test]
+fn auto_refuses_a_node_it_cannot_serve_and_changes_nothing() {
+    // (labels, PCI devices, message)
+    let rows: [(&[(&str, &str)], &[(&str, &str)], &str); 3] = [
+        (
+            &[("nvidia.com/gpu.product", "NVIDIA-B200")],
+            &[],
+            "but this package has no profiles for b200; supported: gb200, h100",
+        ),
+        (
+            &[],
+            &[("0000:17:00.0", "0x2330"), ("0000:c1:00.0", "0x2941")],
+            "this node carries two different accelerators",
+        ),
+        (
+            &[("nvidia.com/gpu.product", "Tesla-T4")],
+            &[],
+            "shows no known accelerator",
+        ),
+    ];
+    for (node_labels, devices, message) in rows {
+        let n = cos();
+        select(&n, "auto", "inference");
+        labels(&n, node_labels);
+        for (address, device) in devices {
+            gpu(&n, address, device);
+        }
+        let before = n.snapshot();
+        run(&n, "config", 2).expect_output(message).expect_output("gb200, h100");
+        before.assert_same(&n.snapshot());
+    }
 }
