@@ -11,7 +11,6 @@ use skyhook_core::profile::{Catalog, CatalogError, Effective, Selection, Setting
 use crate::KIND;
 use crate::catalog::{GkeCatalog, Profile};
 use crate::request::USE_CONTAINERD;
-use crate::tuning_input::without_licence;
 
 /// The embedded catalog, as the core's [`Catalog`].
 #[derive(Debug, Clone, Copy, Default)]
@@ -83,11 +82,19 @@ pub fn settings(profile: &Profile<'_>) -> Vec<Setting> {
         out.push(Setting {
             kind: SettingKind::DropIn,
             key: format!("containerd.service.d (with {USE_CONTAINERD}=true)"),
-            value: without_licence(dropin.text),
+            value: without_comments(dropin.text),
             source: dropin.path.to_string(),
             needs_reboot: false,
             optional: false,
         });
     }
     out
+}
+
+/// A drop-in's lines without its comments: what systemd reads.
+fn without_comments(text: &str) -> String {
+    text.lines()
+        .filter(|l| !l.starts_with('#') && !l.starts_with(';'))
+        .map(|l| format!("{l}\n"))
+        .collect()
 }

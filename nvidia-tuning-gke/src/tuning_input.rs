@@ -55,8 +55,8 @@ fn is_licence(line: &str) -> bool {
     line.starts_with("# SPDX-License-Identifier:")
 }
 
-/// `text` without its SPDX line (catalog files carry one; node files do not).
-pub fn without_licence(text: &str) -> String {
+/// `text` without its SPDX line.
+fn without_licence(text: &str) -> String {
     text.lines()
         .filter(|l| !is_licence(l))
         .map(|l| format!("{l}\n"))
