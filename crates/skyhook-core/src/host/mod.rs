@@ -28,8 +28,8 @@ use crate::host::command::{Cmd, Output, RefusingRunner, Runner, StandInRunner, S
 use crate::host::nofollow::{Dir, Missing};
 use crate::runtime::error::{HostError, Result};
 
-/// The host: a root directory and a command runner. Cloning it shares the runner,
-/// so that a package can hand the same host to an engine it runs in process.
+/// The host: a root directory and a command runner. A clone is the same host (it
+/// shares the runner), for a package that hands a step to another package's engine.
 #[derive(Clone)]
 pub struct Host {
     root: PathBuf,
