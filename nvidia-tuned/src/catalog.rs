@@ -150,7 +150,9 @@ impl Catalog {
 
     /// A catalog file's text, if present.
     pub fn file(&self, rel: &str) -> Option<&'static str> {
-        self.files.get(rel).map(|b| std::str::from_utf8(b).expect("catalog files are UTF-8"))
+        self.files
+            .get(rel)
+            .map(|b| std::str::from_utf8(b).expect("catalog files are UTF-8"))
     }
 
     /// Every catalog file path (relative to `catalog/`).
@@ -178,7 +180,10 @@ impl Catalog {
     pub fn check(&self, choice: &Choice) -> Result<(), CatalogError> {
         let m = &self.manifest;
         if !m.accelerators.contains(&choice.accelerator) {
-            return Err(CatalogError::Accelerator(choice.accelerator.clone(), supported(&m.accelerators)));
+            return Err(CatalogError::Accelerator(
+                choice.accelerator.clone(),
+                supported(&m.accelerators),
+            ));
         }
         if !m.intents.contains(&choice.intent) {
             return Err(CatalogError::Intent(choice.intent.clone(), supported(&m.intents)));
@@ -215,9 +220,10 @@ impl Catalog {
         }
         candidates.push(format!("profiles/os/common/{name}.conf"));
         candidates.push(format!("profiles/common/{name}.conf"));
-        candidates
-            .into_iter()
-            .find_map(|c| self.file(&c).map(|text| (c.trim_start_matches("profiles/").to_string(), text)))
+        candidates.into_iter().find_map(|c| {
+            self.file(&c)
+                .map(|text| (c.trim_start_matches("profiles/").to_string(), text))
+        })
     }
 
     /// Renders `choice` into the profiles, the profile to activate and the files.
@@ -228,10 +234,12 @@ impl Catalog {
         let mut next = Some((workload.clone(), active.clone()));
         if let Some(s) = &choice.service {
             let source = format!("service/{s}/service.conf");
-            let template = self.file(&format!("profiles/{source}")).ok_or_else(|| CatalogError::Missing {
-                profile: active.clone(),
-                by: format!("service {s}"),
-            })?;
+            let template = self
+                .file(&format!("profiles/{source}"))
+                .ok_or_else(|| CatalogError::Missing {
+                    profile: active.clone(),
+                    by: format!("service {s}"),
+                })?;
             profiles.push(Profile {
                 name: active.clone(),
                 source,
@@ -262,16 +270,22 @@ impl Catalog {
         let files = entries
             .into_iter()
             .map(|f| {
-                let bytes = self.files.get(format!("files/{}", f.source).as_str()).copied().ok_or_else(|| {
-                    CatalogError::Missing {
+                let bytes = self
+                    .files
+                    .get(format!("files/{}", f.source).as_str())
+                    .copied()
+                    .ok_or_else(|| CatalogError::Missing {
                         profile: f.source.clone(),
                         by: f.path.display().to_string(),
-                    }
-                })?;
+                    })?;
                 Ok((f.clone(), bytes.to_vec()))
             })
             .collect::<Result<_, CatalogError>>()?;
-        Ok(Rendered { active, profiles, files })
+        Ok(Rendered {
+            active,
+            profiles,
+            files,
+        })
     }
 
     /// Every combination: accelerator × intent × (no service, each service) × (the

@@ -33,8 +33,16 @@ impl Desired {
             version: os.version_id().to_string(),
         };
         match catalog.os_dir(&os) {
-            Some(dir) => log::info!("OS {} {}: the catalog's overrides in {dir} apply, the common profiles otherwise", os.id, os.version),
-            None => log::info!("OS {} {}: the catalog has no override for it; the common profiles apply", os.id, os.version),
+            Some(dir) => log::info!(
+                "OS {} {}: the catalog's overrides in {dir} apply, the common profiles otherwise",
+                os.id,
+                os.version
+            ),
+            None => log::info!(
+                "OS {} {}: the catalog has no override for it; the common profiles apply",
+                os.id,
+                os.version
+            ),
         }
         let choice = Choice {
             accelerator,
@@ -44,21 +52,40 @@ impl Desired {
         };
         let mut rendered = catalog.render(&choice).map_err(|e| Error::input(e.to_string()))?;
         drop_missing_sysctls(&step.host, &catalog.manifest.optional_sysctls, &mut rendered)?;
-        let chain: Vec<String> = rendered.profiles.iter().map(|p| format!("{} ({})", p.name, p.source)).collect();
-        log::info!("tuned profile {} and its include chain: {}", rendered.active, chain.join(" → "));
+        let chain: Vec<String> = rendered
+            .profiles
+            .iter()
+            .map(|p| format!("{} ({})", p.name, p.source))
+            .collect();
+        log::info!(
+            "tuned profile {} and its include chain: {}",
+            rendered.active,
+            chain.join(" → ")
+        );
         Ok(Desired { choice, rendered })
     }
 
     /// The tuned engine's request: each profile as a key, `tuned_profile` the active one.
     pub fn configmaps(&self) -> ConfigMaps {
-        let profiles = self.rendered.profiles.iter().map(|p| (p.name.clone(), p.text.clone().into_bytes()));
-        let active = std::iter::once((tuned::plan::PROFILE_KEY.to_string(), self.rendered.active.clone().into_bytes()));
+        let profiles = self
+            .rendered
+            .profiles
+            .iter()
+            .map(|p| (p.name.clone(), p.text.clone().into_bytes()));
+        let active = std::iter::once((
+            tuned::plan::PROFILE_KEY.to_string(),
+            self.rendered.active.clone().into_bytes(),
+        ));
         ConfigMaps::from_entries(profiles.chain(active))
     }
 
     /// The files deployed with the profiles, by host path.
     pub fn files(&self) -> BTreeMap<PathBuf, Vec<u8>> {
-        self.rendered.files.iter().map(|(f, b)| (f.path.clone(), b.clone())).collect()
+        self.rendered
+            .files
+            .iter()
+            .map(|(f, b)| (f.path.clone(), b.clone()))
+            .collect()
     }
 
     /// The interrupt the files need when `host` does not hold them yet (read before
@@ -102,7 +129,10 @@ fn drop_missing_sysctls(host: &Host, optional: &[String], rendered: &mut Rendere
     for p in &mut rendered.profiles {
         let kept = without_sysctls(&p.text, &missing);
         for key in &missing {
-            if p.text.lines().any(|l| l.split_once('=').is_some_and(|(k, _)| k.trim() == *key)) {
+            if p.text
+                .lines()
+                .any(|l| l.split_once('=').is_some_and(|(k, _)| k.trim() == *key))
+            {
                 log::warn!(
                     "sysctl {key} (profile {}) is left out: {kernel} does not have it (an optional key of the catalog)",
                     p.name

@@ -55,9 +55,7 @@ impl Catalog for NvidiaTuned {
         let rendered = self.0.render(&to_choice(selection)).map_err(|e| match e {
             Missing::Accelerator(given, _) => CatalogError::unknown_accelerator(&given, &m.accelerators),
             Missing::Intent(given, _) => CatalogError::unknown_intent(&given, &m.intents),
-            Missing::Service(given, _) => {
-                CatalogError::unknown_service(&given, &m.services.keys().collect::<Vec<_>>())
-            }
+            Missing::Service(given, _) => CatalogError::unknown_service(&given, &m.services.keys().collect::<Vec<_>>()),
             Missing::Missing { .. } => CatalogError::Data {
                 source_file: "nvidia-tuned/catalog".into(),
                 reason: e.to_string(),
@@ -131,4 +129,3 @@ fn same_section(a: &Setting, b: &Setting) -> bool {
     };
     group(&a.kind) == group(&b.kind)
 }
-

@@ -34,14 +34,18 @@ impl Package for NvidiaTuned {
     const KIND: &'static str = "nvidia-tuned";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     const MODES: &'static [(Mode, Handler)] = &[
-        (Mode::Apply, |s| tuned::service::install(&engine(s, ConfigMaps::default()))),
+        (Mode::Apply, |s| {
+            tuned::service::install(&engine(s, ConfigMaps::default()))
+        }),
         (Mode::ApplyCheck, |s| {
             tuned::service::install_check(&engine(s, ConfigMaps::default())).map(|()| Outcome::done())
         }),
         (Mode::Config, config),
         (Mode::ConfigCheck, |s| check(s, Verify::InterruptMayExcuse)),
         (Mode::PostInterruptCheck, |s| check(s, Verify::Required)),
-        (Mode::Upgrade, |s| tuned::service::install(&engine(s, ConfigMaps::default()))),
+        (Mode::Upgrade, |s| {
+            tuned::service::install(&engine(s, ConfigMaps::default()))
+        }),
         (Mode::UpgradeCheck, |s| {
             tuned::service::install_check(&engine(s, ConfigMaps::default())).map(|()| Outcome::done())
         }),
@@ -76,10 +80,16 @@ fn config(step: &Step) -> Result<Outcome> {
             systemd.restart(tuned::service::TUNED)?;
             log::info!("restarted tuned so that it reads {}", main_conf::MAIN_CONF);
         } else {
-            log::info!("systemd is not running: tuned reads {} when it starts", main_conf::MAIN_CONF);
+            log::info!(
+                "systemd is not running: tuned reads {} when it starts",
+                main_conf::MAIN_CONF
+            );
         }
     }
-    let needs = outcome.interrupt.unwrap_or(skyhook_core::Interrupt::NoOp).combine(files_need);
+    let needs = outcome
+        .interrupt
+        .unwrap_or(skyhook_core::Interrupt::NoOp)
+        .combine(files_need);
     Ok(Outcome::needs(needs))
 }
 

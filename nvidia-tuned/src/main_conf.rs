@@ -114,12 +114,18 @@ mod tests {
     fn only_the_option_line_changes() {
         let before = b"# comment\r\ndaemon = 1\nreapply_sysctl = 1\n\xe9 latin-1 = x\n";
         let after = desired(Some(before), &opts());
-        assert_eq!(after, b"# comment\r\ndaemon = 1\nreapply_sysctl = 0\n\xe9 latin-1 = x\n");
+        assert_eq!(
+            after,
+            b"# comment\r\ndaemon = 1\nreapply_sysctl = 0\n\xe9 latin-1 = x\n"
+        );
     }
 
     #[test]
     fn a_missing_option_is_appended_after_a_missing_final_newline() {
-        assert_eq!(desired(Some(b"daemon = 1"), &opts()), b"daemon = 1\nreapply_sysctl = 0\n");
+        assert_eq!(
+            desired(Some(b"daemon = 1"), &opts()),
+            b"daemon = 1\nreapply_sysctl = 0\n"
+        );
         assert_eq!(desired(None, &opts()), b"reapply_sysctl = 0\n");
     }
 

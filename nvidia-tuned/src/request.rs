@@ -86,8 +86,13 @@ impl Request {
             let names: Vec<String> = manifest.services.keys().cloned().collect();
             problems.push(unknown(SERVICE_KEY, s, &names));
         }
-        for key in configmaps.keys().filter(|k| ![ACCELERATOR_KEY, INTENT_KEY, SERVICE_KEY].contains(k)) {
-            log::warn!("configMap key {key:?} is not one of this package's keys (accelerator, intent, service); ignored");
+        for key in configmaps
+            .keys()
+            .filter(|k| ![ACCELERATOR_KEY, INTENT_KEY, SERVICE_KEY].contains(k))
+        {
+            log::warn!(
+                "configMap key {key:?} is not one of this package's keys (accelerator, intent, service); ignored"
+            );
         }
         if !problems.is_empty() {
             return Err(Error::Input(problems));

@@ -34,22 +34,38 @@ fn h100_defaults_to_performance_with_the_include_chain_and_asks_for_a_reboot() {
     for name in ["nvidia-h100-performance", "nvidia-acs-disable", "nvidia-base"] {
         assert!(profile(&node, name).is_some(), "{name} deployed");
     }
-    assert!(profile(&node, "nvidia-h100-performance").unwrap().contains("include=nvidia-acs-disable"));
-    assert!(profile(&node, "nvidia-h100-inference").is_none(), "only the chain is deployed");
-    assert_eq!(node.read("/etc/tuned/active_profile").unwrap(), "nvidia-h100-performance\n");
+    assert!(
+        profile(&node, "nvidia-h100-performance")
+            .unwrap()
+            .contains("include=nvidia-acs-disable")
+    );
+    assert!(
+        profile(&node, "nvidia-h100-inference").is_none(),
+        "only the chain is deployed"
+    );
+    assert_eq!(
+        node.read("/etc/tuned/active_profile").unwrap(),
+        "nvidia-h100-performance\n"
+    );
     assert_eq!(node.read("/etc/tuned/tuned-main.conf").unwrap(), "reapply_sysctl = 0\n");
     assert!(calls_of(&node, "systemctl").contains(&"systemctl restart tuned".to_string()));
     node.run("config-check").expect_code(0);
 
     node.clear_calls();
-    node.run("config").expect_code(0).expect_output("interrupt needed: none");
-    assert!(!calls_of(&node, "systemctl").contains(&"systemctl restart tuned".to_string()), "no restart when unchanged");
+    node.run("config")
+        .expect_code(0)
+        .expect_output("interrupt needed: none");
+    assert!(
+        !calls_of(&node, "systemctl").contains(&"systemctl restart tuned".to_string()),
+        "no restart when unchanged"
+    );
 }
 
 #[test]
 fn the_os_override_applies_on_ubuntu_22_04_and_the_common_profile_elsewhere() {
     let node = node(&[("accelerator", "gb200"), ("intent", "inference")]);
-    node.run("config").expect_output("overrides in profiles/os/ubuntu/22.04/ apply");
+    node.run("config")
+        .expect_output("overrides in profiles/os/ubuntu/22.04/ apply");
     let inference = profile(&node, "nvidia-gb200-inference").unwrap();
     assert!(!inference.contains("isolcpus"), "22.04's override has no CPU isolation");
 
@@ -62,19 +78,33 @@ fn the_os_override_applies_on_ubuntu_22_04_and_the_common_profile_elsewhere() {
 #[test]
 fn a_service_wraps_the_workload_profile_and_deploys_its_files() {
     let node = node(&[("accelerator", "gb200"), ("intent", "inference"), ("service", "eks")]);
-    node.run("config").expect_code(0).expect_output("interrupt needed: {type: reboot}");
+    node.run("config")
+        .expect_code(0)
+        .expect_output("interrupt needed: {type: reboot}");
     assert_eq!(node.read("/etc/tuned/active_profile").unwrap(), "eks-gb200-inference\n");
     let wrapper = profile(&node, "eks-gb200-inference").unwrap();
-    assert!(wrapper.contains("[main]\ninclude=nvidia-gb200-inference\n"), "{wrapper}");
+    assert!(
+        wrapper.contains("[main]\ninclude=nvidia-gb200-inference\n"),
+        "{wrapper}"
+    );
     let workload = profile(&node, "nvidia-gb200-inference").unwrap();
-    assert!(!workload.contains("kernel.sched_latency_ns="), "the EKS version of the workload profile");
+    assert!(
+        !workload.contains("kernel.sched_latency_ns="),
+        "the EKS version of the workload profile"
+    );
     assert_eq!(
-        node.read("/etc/systemd/network/99-default.link.d/mac-address-policy.conf").unwrap(),
+        node.read("/etc/systemd/network/99-default.link.d/mac-address-policy.conf")
+            .unwrap(),
         "[Link]\nMACAddressPolicy=none\n"
     );
-    assert!(node.read("/etc/default/grub.d/99_tuned.cfg").unwrap().contains("TUNED_BOOT_CMDLINE"));
+    assert!(
+        node.read("/etc/default/grub.d/99_tuned.cfg")
+            .unwrap()
+            .contains("TUNED_BOOT_CMDLINE")
+    );
     assert_eq!(
-        node.read("/etc/systemd/system/containerd.service.d/containerd.conf").unwrap(),
+        node.read("/etc/systemd/system/containerd.service.d/containerd.conf")
+            .unwrap(),
         "[Service]\nLimitSTACK=67108864\n"
     );
     node.run("config-check").expect_code(0);
@@ -87,9 +117,15 @@ fn changing_the_intent_removes_the_old_profile_and_activates_the_new_one() {
     assert!(profile(&node, "nvidia-h100-inference").is_some());
     node.configmap("intent", "multiNodeTraining");
     node.run("config").expect_code(0);
-    assert!(!node.exists("/etc/tuned/nvidia-h100-inference"), "the old profile's directory is gone");
+    assert!(
+        !node.exists("/etc/tuned/nvidia-h100-inference"),
+        "the old profile's directory is gone"
+    );
     assert!(profile(&node, "nvidia-h100-multiNodeTraining").is_some());
-    assert_eq!(node.read("/etc/tuned/active_profile").unwrap(), "nvidia-h100-multiNodeTraining\n");
+    assert_eq!(
+        node.read("/etc/tuned/active_profile").unwrap(),
+        "nvidia-h100-multiNodeTraining\n"
+    );
     node.run("config-check").expect_code(0);
 }
 
@@ -110,17 +146,36 @@ fn optional_sysctls_the_kernel_lacks_are_left_out_with_a_warning() {
 #[test]
 fn uninstall_leaves_the_node_as_before_install() {
     let node = debian(None);
-    node.file("/etc/tuned/tuned-main.conf", "# site settings\ndaemon = 1\nreapply_sysctl = 1\n");
+    node.file(
+        "/etc/tuned/tuned-main.conf",
+        "# site settings\ndaemon = 1\nreapply_sysctl = 1\n",
+    );
     // Directories every node has; tuned's own state (active profile, pid) is tuned's.
-    for dir in ["/etc/systemd/system/multi-user.target.wants", "/usr/lib", "/usr/sbin", "/var/lib", "/var/log", "/run"] {
+    for dir in [
+        "/etc/systemd/system/multi-user.target.wants",
+        "/usr/lib",
+        "/usr/sbin",
+        "/var/lib",
+        "/var/log",
+        "/run",
+    ] {
         std::fs::create_dir_all(node.path(dir)).unwrap();
     }
-    let tuned_own = ["etc/tuned/active_profile", "etc/tuned/profile_mode", "run/tuned", "var/log/tuned"];
+    let tuned_own = [
+        "etc/tuned/active_profile",
+        "etc/tuned/profile_mode",
+        "run/tuned",
+        "var/log/tuned",
+    ];
     let before = Tree::of_except(&node.path("/"), &tuned_own);
     node.configmap("accelerator", "gb200").configmap("service", "eks");
     node.run("apply").expect_code(0);
     node.run("config").expect_code(0);
-    assert!(node.read("/etc/tuned/tuned-main.conf").unwrap().contains("reapply_sysctl = 0\n"));
+    assert!(
+        node.read("/etc/tuned/tuned-main.conf")
+            .unwrap()
+            .contains("reapply_sysctl = 0\n")
+    );
     node.run("uninstall").expect_code(0);
     node.run("uninstall-check").expect_code(0);
     before.assert_same(&Tree::of_except(&node.path("/"), &tuned_own));
@@ -141,12 +196,27 @@ fn uninstall_without_the_configmap_gives_the_same_node() {
 #[test]
 fn bad_input_exits_2_listing_what_is_supported_and_leaves_the_node_unchanged() {
     let cases: &[(&[(&str, &str)], &str)] = &[
-        (&[], "configMap key \"accelerator\" is missing: set it to one of h100, gb200, auto"),
+        (
+            &[],
+            "configMap key \"accelerator\" is missing: set it to one of h100, gb200, auto",
+        ),
         (&[("accelerator", " \n")], "configMap key \"accelerator\" is empty"),
-        (&[("accelerator", "a100")], "configMap key \"accelerator\" line 1 (\"a100\"): not in the catalog; supported: h100, gb200, auto"),
-        (&[("accelerator", "h100"), ("intent", "training")], "configMap key \"intent\" line 1 (\"training\"): not in the catalog; supported: performance, inference, multiNodeTraining"),
-        (&[("accelerator", "h100"), ("service", "gke")], "configMap key \"service\" line 1 (\"gke\"): not in the catalog; supported: eks"),
-        (&[("accelerator", "h100\nb200")], "configMap key \"accelerator\" line 2 (\"b200\"): the value must be one word"),
+        (
+            &[("accelerator", "a100")],
+            "configMap key \"accelerator\" line 1 (\"a100\"): not in the catalog; supported: h100, gb200, auto",
+        ),
+        (
+            &[("accelerator", "h100"), ("intent", "training")],
+            "configMap key \"intent\" line 1 (\"training\"): not in the catalog; supported: performance, inference, multiNodeTraining",
+        ),
+        (
+            &[("accelerator", "h100"), ("service", "gke")],
+            "configMap key \"service\" line 1 (\"gke\"): not in the catalog; supported: eks",
+        ),
+        (
+            &[("accelerator", "h100\nb200")],
+            "configMap key \"accelerator\" line 2 (\"b200\"): the value must be one word",
+        ),
     ];
     for (keys, reason) in cases {
         let node = node(keys);
@@ -178,7 +248,10 @@ fn auto_picks_the_accelerator_from_the_gpu_feature_discovery_label() {
     node.run("config")
         .expect_code(0)
         .expect_output("accelerator gb200 from node label nvidia.com/gpu.product=NVIDIA-GB200-MIG-1g.24gb");
-    assert_eq!(node.read("/etc/tuned/active_profile").unwrap(), "nvidia-gb200-inference\n");
+    assert_eq!(
+        node.read("/etc/tuned/active_profile").unwrap(),
+        "nvidia-gb200-inference\n"
+    );
     node.run("config-check").expect_code(0);
 }
 
@@ -187,8 +260,13 @@ fn auto_without_a_label_picks_the_accelerator_from_the_pci_device_ids() {
     let node = node(&[("accelerator", "auto")]);
     pci(&node, "0000:1b:00.0", "0x2330");
     pci(&node, "0000:2a:00.0", "0x2330");
-    node.run("config").expect_code(0).expect_output("accelerator h100 from PCI device");
-    assert_eq!(node.read("/etc/tuned/active_profile").unwrap(), "nvidia-h100-performance\n");
+    node.run("config")
+        .expect_code(0)
+        .expect_output("accelerator h100 from PCI device");
+    assert_eq!(
+        node.read("/etc/tuned/active_profile").unwrap(),
+        "nvidia-h100-performance\n"
+    );
 }
 
 #[test]
@@ -201,6 +279,8 @@ fn auto_refuses_a_node_whose_accelerator_the_catalog_lacks_or_cannot_be_told() {
 
     let bare = node(&[("accelerator", "auto")]);
     let before = bare.snapshot();
-    bare.run("config").expect_code(2).expect_output("configMap key \"accelerator\"");
+    bare.run("config")
+        .expect_code(2)
+        .expect_output("configMap key \"accelerator\"");
     before.assert_same(&bare.snapshot());
 }

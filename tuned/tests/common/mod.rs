@@ -10,7 +10,10 @@ use skyhook_testkit::{Manager, Node, Package};
 
 /// The package binary under test.
 /// (nvidia-tuned's tests include this module too: there it is nvidia-tuned's binary.)
-pub const BIN: &str = match (option_env!("CARGO_BIN_EXE_tuned"), option_env!("CARGO_BIN_EXE_nvidia-tuned")) {
+pub const BIN: &str = match (
+    option_env!("CARGO_BIN_EXE_tuned"),
+    option_env!("CARGO_BIN_EXE_nvidia-tuned"),
+) {
     (Some(bin), _) | (None, Some(bin)) => bin,
     (None, None) => panic!("no package binary to test"),
 };
