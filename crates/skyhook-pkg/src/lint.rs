@@ -24,7 +24,7 @@ use skyhook_core::{ConfigMaps, Error};
 use crate::error::ToolError;
 use crate::profiles::{Request, RequestKey};
 use crate::scr::{Scr, ScrEntry, key_matches, parse_interrupt};
-use skyhook_core::profile::Catalog;
+use skyhook_core::profile::{Catalog, SettingKind};
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -68,6 +68,7 @@ enum Kind {
     Kdump,
     Shellscript,
     NvidiaTuned,
+    NvidiaTuningGke,
 }
 
 impl Kind {
@@ -78,6 +79,7 @@ impl Kind {
             "kdump" => Some(Kind::Kdump),
             "shellscript" => Some(Kind::Shellscript),
             "nvidia-tuned" => Some(Kind::NvidiaTuned),
+            "nvidia-tuning-gke" => Some(Kind::NvidiaTuningGke),
             _ => None,
         }
     }
@@ -90,13 +92,14 @@ impl Kind {
             Kind::Kdump => include_str!("../../../kdump/config.json"),
             Kind::Shellscript => include_str!("../../../shellscript/config.json"),
             Kind::NvidiaTuned => include_str!("../../../nvidia-tuned/config.json"),
+            Kind::NvidiaTuningGke => include_str!("../../../nvidia-tuning-gke/config.json"),
         };
         let config: Value = serde_json::from_str(text).unwrap_or_default();
         config["package_version"].as_str().unwrap_or_default().to_string()
     }
 
-    /// The package's own validation of a configMap.
-    fn validate(self, cm: &ConfigMaps) -> Vec<String> {
+    /// The package's own validation of a configMap (and its environment).
+    fn validate(self, cm: &ConfigMaps, entry: &ScrEntry) -> Vec<String> {
         let result = match self {
             Kind::Tuning => tuning::input::validate(cm),
             Kind::Tuned => tuned::plan::validate(cm),
@@ -105,6 +108,9 @@ impl Kind {
             Kind::NvidiaTuned => {
                 nvidia_tuned::request::Request::read(cm, &nvidia_tuned::catalog::Catalog::embedded().manifest)
                     .map(|_| ())
+            }
+            Kind::NvidiaTuningGke => {
+                nvidia_tuning_gke::request::Request::read(cm, use_containerd(entry).as_deref()).map(|_| ())
             }
         };
         match result {
@@ -118,6 +124,8 @@ impl Kind {
     fn catalog(self) -> Option<(Box<dyn Catalog>, &'static str)> {
         match self {
             Kind::NvidiaTuned => Some((Box::new(nvidia_tuned::catalog()), "performance")),
+            // Its intent is required: no default.
+            Kind::NvidiaTuningGke => Some((Box::new(nvidia_tuning_gke::catalog()), "")),
             _ => None,
         }
     }
@@ -172,7 +180,8 @@ impl Kind {
     /// when this tool cannot tell (shellscript's scripts do anything). For tuned, a
     /// profile with `[bootloader]` options needs a reboot, and so does `tuned_profile`
     /// when any profile of the configMap has them.
-    fn needs(self, key: &str, cm: &BTreeMap<String, String>) -> Option<Interrupt> {
+    fn needs(self, key: &str, entry: &ScrEntry) -> Option<Interrupt> {
+        let cm = &entry.config_map;
         let value = cm.get(key).map_or("", String::as_str);
         Some(match (self, key) {
             (Kind::Tuning, "grub.conf") | (Kind::Kdump, "crashkernel") => Interrupt::Reboot,
@@ -200,6 +209,26 @@ impl Kind {
                     _ => false,
                 };
                 if reboot { Interrupt::Reboot } else { Interrupt::NoOp }
+            }
+            // Sysctls apply live; the containerd drop-in USE_CONTAINERD=true adds takes
+            // effect when containerd restarts.
+            (Kind::NvidiaTuningGke, "accelerator" | "intent") => {
+                let (catalog, default_intent) = self.catalog()?;
+                if !self.interrupts_knowable(cm) {
+                    return None;
+                }
+                let drop_in = Self::request(cm, default_intent)
+                    .selections(catalog.as_ref())
+                    .iter()
+                    .any(|s| {
+                        catalog
+                            .effective(s)
+                            .is_ok_and(|e| e.settings.iter().any(|s| s.kind == SettingKind::DropIn))
+                    });
+                match drop_in && use_containerd(entry).as_deref().map(str::trim) == Some("true") {
+                    true => Interrupt::service(["containerd"]),
+                    false => Interrupt::NoOp,
+                }
             }
             _ => Interrupt::NoOp,
         })
@@ -235,6 +264,15 @@ impl Kind {
     fn uninstall_matters(self, entry: &ScrEntry) -> bool {
         self != Kind::Shellscript || entry.config_map.contains_key("uninstall.sh")
     }
+}
+
+/// The entry's `USE_CONTAINERD` environment value (nvidia-tuning-gke), if set.
+fn use_containerd(entry: &ScrEntry) -> Option<String> {
+    entry
+        .env_pairs()
+        .into_iter()
+        .find(|(n, _)| n == "USE_CONTAINERD")
+        .map(|(_, v)| v)
 }
 
 /// Whether a tuned profile has a `[bootloader]` section with options (kernel arguments).
@@ -358,7 +396,7 @@ fn check_version(at: &mut Report, kind: Kind, entry: &ScrEntry) {
 
 fn check_configmap(at: &mut Report, kind: Kind, entry: &ScrEntry) {
     let cm = ConfigMaps::from_entries(entry.configmap_bytes());
-    for problem in kind.validate(&cm) {
+    for problem in kind.validate(&cm, entry) {
         let key = entry
             .config_map
             .keys()
@@ -394,7 +432,7 @@ fn check_interrupts(at: &mut Report, kind: Kind, entry: &ScrEntry) {
         }
     }
     for key in entry.config_map.keys() {
-        let Some(needed) = kind.needs(key, &entry.config_map) else {
+        let Some(needed) = kind.needs(key, entry) else {
             check_reboot_of_an_unknown_need(at, kind, entry, key);
             continue;
         };
@@ -549,6 +587,7 @@ mod tests {
             "tuned/README.md",
             "kdump/README.md",
             "shellscript/README.md",
+            "nvidia-tuning-gke/README.md",
         ] {
             let text = std::fs::read_to_string(repo().join(readme)).unwrap();
             for (i, example) in examples(&text).iter().enumerate() {

@@ -15,7 +15,10 @@ use crate::error::ToolError;
 
 /// The catalogs of the packages this tool was built with.
 pub fn catalogs() -> Vec<Box<dyn Catalog>> {
-    vec![Box::new(nvidia_tuned::catalog())]
+    vec![
+        Box::new(nvidia_tuned::catalog()),
+        Box::new(nvidia_tuning_gke::catalog()),
+    ]
 }
 
 /// The subcommands.

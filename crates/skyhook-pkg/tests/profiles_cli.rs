@@ -21,7 +21,10 @@ fn stdout(out: &Output) -> String {
 
 /// Every catalog the tool must know.
 fn catalogs() -> Vec<Box<dyn Catalog>> {
-    vec![Box::new(nvidia_tuned::catalog())]
+    vec![
+        Box::new(nvidia_tuned::catalog()),
+        Box::new(nvidia_tuning_gke::catalog()),
+    ]
 }
 
 #[test]
@@ -102,7 +105,7 @@ fn unknown_values_exit_2_listing_what_is_supported() {
         ),
         (
             &["--package", "tuning", "--accelerator", "h100", "--intent", "inference"],
-            "--package \"tuning\": no such catalog; the catalogs: nvidia-tuned",
+            "--package \"tuning\": no such catalog; the catalogs: nvidia-tuned, nvidia-tuning-gke",
         ),
         (
             &["--accelerator", "h100", "--intent", "inference", "--os", "ubuntu"],
