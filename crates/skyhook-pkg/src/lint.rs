@@ -587,6 +587,7 @@ mod tests {
             "tuned/README.md",
             "kdump/README.md",
             "shellscript/README.md",
+            "nvidia-tuned/README.md",
             "nvidia-tuning-gke/README.md",
         ] {
             let text = std::fs::read_to_string(repo().join(readme)).unwrap();
