@@ -10,8 +10,8 @@ use skyhook_core::Package;
 fn config_json_matches_the_crate() {
     skyhook_testkit::assert_package_metadata_as(
         env!("CARGO_MANIFEST_DIR"),
-        NvidiaTuned::KIND,
         "nvidia_tuned",
+        NvidiaTuned::KIND,
         NvidiaTuned::VERSION,
         &skyhook_core::runtime::run::modes_of::<NvidiaTuned>(),
     );

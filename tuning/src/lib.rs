@@ -33,7 +33,7 @@ pub mod ulimit;
 pub mod uninstall;
 
 use skyhook_core::runtime::run::Handler;
-use skyhook_core::{Mode, Package};
+use skyhook_core::{ConfigMaps, Error, Mode, Outcome, Package, Result, Step};
 
 /// The tuning package.
 pub struct Tuning;
@@ -51,4 +51,21 @@ impl Package for Tuning {
         (Mode::UninstallCheck, uninstall::uninstall_check),
     ];
     const NEEDS_PERSISTENT_ETC: bool = true;
+}
+
+/// Runs tuning's handler for `step`'s mode with `input` in place of the step's
+/// configMap: the entry point of a package that computes tuning's input (the keys
+/// `sysctl.conf`, `service_<unit>.conf`, … in memory) instead of reading it from
+/// `configmaps/` (nvidia-tuning-gke). The state is kept under `kind`, not tuning's,
+/// so the two packages never share records. tuning's own refusal of hosts whose
+/// `/etc` does not persist ([`Package::NEEDS_PERSISTENT_ETC`]) is the caller's
+/// decision and is not applied here. A mode tuning does not implement is exit 2.
+pub fn run_with_input(step: &Step, kind: &'static str, input: ConfigMaps) -> Result<Outcome> {
+    let mode = step.mode();
+    let handler = Tuning::MODES
+        .iter()
+        .find(|(m, _)| *m == mode)
+        .map(|(_, h)| *h)
+        .ok_or_else(|| Error::Mode(format!("the tuning engine has no mode {mode}")))?;
+    handler(&Step::new(kind, step.ctx.clone(), step.host.clone(), input))
 }

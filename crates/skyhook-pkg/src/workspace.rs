@@ -49,7 +49,14 @@ mod tests {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
         assert_eq!(
             packages(&root),
-            ["kdump", "nvidia-tuned", "shellscript", "tuned", "tuning"]
+            [
+                "kdump",
+                "nvidia-tuned",
+                "nvidia-tuning-gke",
+                "shellscript",
+                "tuned",
+                "tuning"
+            ]
         );
         assert!(crate_version(&root.join("tuning")).is_some());
         assert_eq!(crate_version(&root.join("schemas")), None);

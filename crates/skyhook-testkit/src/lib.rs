@@ -447,13 +447,14 @@ pub fn assert_package_metadata(manifest_dir: &str, kind: &str, version: &str, mo
     assert_package_metadata_as(manifest_dir, kind, kind, version, modes);
 }
 
-/// [`assert_package_metadata`] for a package whose config.json `package_name` is not
-/// its kind: one that keeps the name of the package it replaces (`nvidia_tuned`), so
-/// the agent's flags and history carry over.
+/// [`assert_package_metadata`] for a package whose config.json `package_name`
+/// differs from its kind (kept from the bash package it replaces, so that a node
+/// upgrades in place: `nvidia_tuning_gke` for the kind `nvidia-tuning-gke`).
+#[track_caller]
 pub fn assert_package_metadata_as(
     manifest_dir: &str,
-    kind: &str,
     package_name: &str,
+    kind: &str,
     version: &str,
     modes: &[skyhook_core::Mode],
 ) {
