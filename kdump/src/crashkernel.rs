@@ -479,8 +479,20 @@ mod tests {
                 offset: Some(64 * M)
             }
         );
-        assert_eq!(form("512M,high"), Form::High { size: 512 * M, low: None });
-        assert_eq!(form("1T,high"), Form::High { size: 1 << 40, low: None });
+        assert_eq!(
+            form("512M,high"),
+            Form::High {
+                size: 512 * M,
+                low: None
+            }
+        );
+        assert_eq!(
+            form("1T,high"),
+            Form::High {
+                size: 1 << 40,
+                low: None
+            }
+        );
         assert_eq!(form("auto"), Form::Auto);
         assert_eq!(CrashKernel::parse("2G-:1G").unwrap().tokens(), ["crashkernel=2G-:1G"]);
         assert_eq!(
@@ -497,29 +509,57 @@ mod tests {
     #[test]
     fn arm64_forms_and_the_arguments_they_become() {
         for (text, expected, tokens) in [
-            ("512M,high", Form::High { size: 512 * M, low: None }, &["crashkernel=512M,high"][..]),
+            (
+                "512M,high",
+                Form::High {
+                    size: 512 * M,
+                    low: None,
+                },
+                &["crashkernel=512M,high"][..],
+            ),
             (
                 "1G,high 128M,low",
-                Form::High { size: G, low: Some(128 * M) },
+                Form::High {
+                    size: G,
+                    low: Some(128 * M),
+                },
                 &["crashkernel=1G,high", "crashkernel=128M,low"][..],
             ),
             (
                 "128M,low 1G,high",
-                Form::High { size: G, low: Some(128 * M) },
+                Form::High {
+                    size: G,
+                    low: Some(128 * M),
+                },
                 &["crashkernel=128M,low", "crashkernel=1G,high"][..],
             ),
             (
                 "2G,high 0,low",
-                Form::High { size: 2 * G, low: Some(0) },
+                Form::High {
+                    size: 2 * G,
+                    low: Some(0),
+                },
                 &["crashkernel=2G,high", "crashkernel=0,low"][..],
             ),
             (
                 "1G-4G:256M,4G-64G:512M,64G-:1G",
                 Form::Ranges {
                     ranges: vec![
-                        Range { start: G, end: Some(4 * G), size: 256 * M },
-                        Range { start: 4 * G, end: Some(64 * G), size: 512 * M },
-                        Range { start: 64 * G, end: None, size: G },
+                        Range {
+                            start: G,
+                            end: Some(4 * G),
+                            size: 256 * M,
+                        },
+                        Range {
+                            start: 4 * G,
+                            end: Some(64 * G),
+                            size: 512 * M,
+                        },
+                        Range {
+                            start: 64 * G,
+                            end: None,
+                            size: G,
+                        },
                     ],
                     offset: None,
                 },
@@ -527,7 +567,10 @@ mod tests {
             ),
             (
                 "512M@0x80000000",
-                Form::Fixed { size: 512 * M, offset: Some(2 * G) },
+                Form::Fixed {
+                    size: 512 * M,
+                    offset: Some(2 * G),
+                },
                 &["crashkernel=512M@0x80000000"][..],
             ),
         ] {
@@ -537,7 +580,11 @@ mod tests {
         }
         let pair = CrashKernel::parse("1G,high 128M,low").unwrap();
         assert_eq!((pair.reservation(64 * G), pair.low()), (Some(G), Some(128 * M)));
-        assert_eq!(CrashKernel::parse("512M,high").unwrap().low(), None, "the kernel's default low region");
+        assert_eq!(
+            CrashKernel::parse("512M,high").unwrap().low(),
+            None,
+            "the kernel's default low region"
+        );
     }
 
     #[test]
@@ -545,19 +592,39 @@ mod tests {
         let ours = |t: &str| tokens_of(t);
         for (found, value, why) in [
             (&["crashkernel=256M"][..], "256M", None),
-            (&["crashkernel=1G,high", "crashkernel=128M,low"][..], "1G,high 128M,low", None),
-            (&["crashkernel=128M,low", "crashkernel=1G,high"][..], "1G,high 128M,low", None),
-            (&["crashkernel=512M,high", "crashkernel=256M,low"][..], "512M,high", None),
+            (
+                &["crashkernel=1G,high", "crashkernel=128M,low"][..],
+                "1G,high 128M,low",
+                None,
+            ),
+            (
+                &["crashkernel=128M,low", "crashkernel=1G,high"][..],
+                "1G,high 128M,low",
+                None,
+            ),
+            (
+                &["crashkernel=512M,high", "crashkernel=256M,low"][..],
+                "512M,high",
+                None,
+            ),
             (&["crashkernel=256M", "crashkernel=512M,high"][..], "256M", None),
             (&[][..], "256M", Some("has no crashkernel=")),
             (&["crashkernel=512M"][..], "256M", Some("has crashkernel=512M instead")),
-            (&["crashkernel=256M", "crashkernel=1G"][..], "256M", Some("a later crashkernel=1G overrides")),
+            (
+                &["crashkernel=256M", "crashkernel=1G"][..],
+                "256M",
+                Some("a later crashkernel=1G overrides"),
+            ),
             (
                 &["crashkernel=1G,high", "crashkernel=128M,low", "crashkernel=64M,low"][..],
                 "1G,high 128M,low",
                 Some("a later crashkernel=64M,low overrides"),
             ),
-            (&["crashkernel=1G,high"][..], "1G,high 128M,low", Some("not crashkernel=128M,low")),
+            (
+                &["crashkernel=1G,high"][..],
+                "1G,high 128M,low",
+                Some("not crashkernel=128M,low"),
+            ),
             (
                 &["crashkernel=384M-:128M", "crashkernel=1G,high"][..],
                 "1G,high",
@@ -580,7 +647,10 @@ mod tests {
         for (text, why) in [
             ("128M,low", "alone reserves nothing"),
             ("0,low", "alone reserves nothing"),
-            ("1G,high 512M", "go together only as a ,high reservation and its ,low one"),
+            (
+                "1G,high 512M",
+                "go together only as a ,high reservation and its ,low one",
+            ),
             ("512M 128M,low", "go together only"),
             ("1G,high 2G,high", "go together only"),
             ("128M,low 64M,low", "go together only"),

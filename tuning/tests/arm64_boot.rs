@@ -24,8 +24,7 @@ const UBUNTU_EFI_STUB: &str =
     "search.fs_uuid 0a1b-2c3d root\nset prefix=($root)'/boot/grub'\nconfigfile $prefix/grub.cfg\n";
 /// The BLS entry of a Rocky 9 arm64 kernel.
 const ENTRY: &str = "/boot/loader/entries/0a1b-5.14.0-427.el9.aarch64.conf";
-const GRUB_DEFAULTS: &str =
-    "GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX=\"rd.lvm.lv=rl/root\"\nGRUB_ENABLE_BLSCFG=true\n";
+const GRUB_DEFAULTS: &str = "GRUB_TIMEOUT=5\nGRUB_CMDLINE_LINUX=\"rd.lvm.lv=rl/root\"\nGRUB_ENABLE_BLSCFG=true\n";
 
 /// The tuning node made arm64: the kernel says aarch64, no /sys/firmware/efi.
 fn arm64(n: &Node) -> &Node {
@@ -68,7 +67,10 @@ fn debian_arm64_regenerates_boot_grub_with_update_grub_and_keeps_the_efi_stub() 
     config_then_uninstall(&n, |n| {
         let cfg = n.read("/boot/grub/grub.cfg").unwrap();
         assert!(cfg.contains("iommu.passthrough=1 init_on_alloc=0"), "{cfg}");
-        assert_eq!(n.read("/boot/efi/EFI/ubuntu/grub.cfg").as_deref(), Some(UBUNTU_EFI_STUB));
+        assert_eq!(
+            n.read("/boot/efi/EFI/ubuntu/grub.cfg").as_deref(),
+            Some(UBUNTU_EFI_STUB)
+        );
         assert_eq!(calls_of(n, "update-grub"), ["update-grub"]);
     });
 }
@@ -82,8 +84,14 @@ fn rhel8_arm64_without_grubby_writes_the_efi_vendors_grub_cfg() {
         .expect_code(0);
     config_then_uninstall(&n, |n| {
         let cfg = n.read("/boot/efi/EFI/rocky/grub.cfg").unwrap();
-        assert!(cfg.contains("rd.lvm.lv=rl/root iommu.passthrough=1 init_on_alloc=0"), "{cfg}");
-        assert!(!n.exists("/boot/grub2/grub.cfg"), "RHEL 8 on EFI boots the vendor's file only");
+        assert!(
+            cfg.contains("rd.lvm.lv=rl/root iommu.passthrough=1 init_on_alloc=0"),
+            "{cfg}"
+        );
+        assert!(
+            !n.exists("/boot/grub2/grub.cfg"),
+            "RHEL 8 on EFI boots the vendor's file only"
+        );
         assert!(!n.exists("/boot/efi/EFI/BOOT/grub.cfg"));
         assert_eq!(
             calls_of(n, "grub2-mkconfig"),
@@ -95,33 +103,51 @@ fn rhel8_arm64_without_grubby_writes_the_efi_vendors_grub_cfg() {
 #[test]
 fn rhel9_arm64_with_grubby_edits_the_bls_entries_and_no_grub_cfg() {
     let n = rhel_arm64(ROCKY_9);
-    n.file(ENTRY, bls_entry("5.14.0-427.el9.aarch64", "root=/dev/mapper/rl-root ro rd.lvm.lv=rl/root"))
-        .file("/boot/efi/EFI/rocky/grub.cfg", EFI_STUB)
-        .stand_in("grubby", GRUBBY)
-        .stand_in("grub2-mkconfig", GRUB2_MKCONFIG_BLS);
+    n.file(
+        ENTRY,
+        bls_entry(
+            "5.14.0-427.el9.aarch64",
+            "root=/dev/mapper/rl-root ro rd.lvm.lv=rl/root",
+        ),
+    )
+    .file("/boot/efi/EFI/rocky/grub.cfg", EFI_STUB)
+    .stand_in("grubby", GRUBBY)
+    .stand_in("grub2-mkconfig", GRUB2_MKCONFIG_BLS);
     config_then_uninstall(&n, |n| {
         let options = bls_options(n, ENTRY);
         assert!(options.ends_with("iommu.passthrough=1 init_on_alloc=0"), "{options}");
         assert_eq!(n.read("/boot/efi/EFI/rocky/grub.cfg").as_deref(), Some(EFI_STUB));
-        assert!(calls_of(n, "grub2-mkconfig").is_empty(), "grubby edits the entries itself");
+        assert!(
+            calls_of(n, "grub2-mkconfig").is_empty(),
+            "grubby edits the entries itself"
+        );
     });
 }
 
 #[test]
 fn rhel9_arm64_without_grubby_writes_boot_grub2_and_leaves_the_efi_stub_byte_identical() {
     let n = rhel_arm64(ROCKY_9);
-    n.file(ENTRY, bls_entry("5.14.0-427.el9.aarch64", "root=/dev/mapper/rl-root ro rd.lvm.lv=rl/root"))
-        .file("/boot/efi/EFI/rocky/grub.cfg", EFI_STUB)
-        .stand_in("grub2-mkconfig", GRUB2_MKCONFIG_BLS)
-        .run_stand_in("grub2-mkconfig", &["-o", "/boot/grub2/grub.cfg"])
-        .expect_code(0);
+    n.file(
+        ENTRY,
+        bls_entry(
+            "5.14.0-427.el9.aarch64",
+            "root=/dev/mapper/rl-root ro rd.lvm.lv=rl/root",
+        ),
+    )
+    .file("/boot/efi/EFI/rocky/grub.cfg", EFI_STUB)
+    .stand_in("grub2-mkconfig", GRUB2_MKCONFIG_BLS)
+    .run_stand_in("grub2-mkconfig", &["-o", "/boot/grub2/grub.cfg"])
+    .expect_code(0);
     // The stand-in, like RHEL 9's grub2-mkconfig, refuses to write over the stub.
     n.run_stand_in("grub2-mkconfig", &["-o", "/boot/efi/EFI/rocky/grub.cfg"])
         .expect_code(1)
         .expect_output("will overwrite the GRUB wrapper");
     config_then_uninstall(&n, |n| {
         assert_eq!(n.read("/boot/efi/EFI/rocky/grub.cfg").as_deref(), Some(EFI_STUB));
-        assert_eq!(n.read("/boot/grub2/grub.cfg").as_deref(), Some("insmod blscfg\nblscfg\n"));
+        assert_eq!(
+            n.read("/boot/grub2/grub.cfg").as_deref(),
+            Some("insmod blscfg\nblscfg\n")
+        );
         let options = bls_options(n, ENTRY);
         assert!(options.contains("iommu.passthrough=1 init_on_alloc=0"), "{options}");
         assert_eq!(

@@ -244,9 +244,9 @@ pub fn grub2_output(host: &Host) -> PathBuf {
 /// `### BEGIN /etc/grub.d/…` sections, menu entries, or `blscfg` loading the BLS
 /// entries), not a stub that hands over to another file with `configfile`.
 fn is_generated_config(text: &str) -> bool {
-    text.lines().map(str::trim_start).any(|l| {
-        l.starts_with("### BEGIN /etc/grub.d/") || l.starts_with("menuentry ") || l.trim_end() == "blscfg"
-    })
+    text.lines()
+        .map(str::trim_start)
+        .any(|l| l.starts_with("### BEGIN /etc/grub.d/") || l.starts_with("menuentry ") || l.trim_end() == "blscfg")
 }
 
 #[cfg(test)]
@@ -315,7 +315,11 @@ mod tests {
         let (_d, h) = host_with(&[]);
         h.write(crate::os::arch::KERNEL_ARCH, b"x86_64\n", 0o444).unwrap();
         h.write("/boot/efi/EFI/redhat/grub.cfg", RHEL8_BLS_CFG, 0o644).unwrap();
-        assert_eq!(grub2_output(&h), PathBuf::from(GRUB2_CFG), "x86_64 without /sys/firmware/efi: BIOS");
+        assert_eq!(
+            grub2_output(&h),
+            PathBuf::from(GRUB2_CFG),
+            "x86_64 without /sys/firmware/efi: BIOS"
+        );
         h.write("/sys/firmware/efi/runtime", b"", 0o644).unwrap();
         assert_eq!(
             grub2_output(&h),
@@ -323,7 +327,11 @@ mod tests {
             "EFI, RHEL 8: the vendor's generated configuration"
         );
         h.write("/boot/efi/EFI/redhat/grub.cfg", EFI_STUB, 0o644).unwrap();
-        assert_eq!(grub2_output(&h), PathBuf::from(GRUB2_CFG), "EFI stub chains to /boot/grub2");
+        assert_eq!(
+            grub2_output(&h),
+            PathBuf::from(GRUB2_CFG),
+            "EFI stub chains to /boot/grub2"
+        );
         h.write(
             "/boot/efi/EFI/rocky/grub.cfg",
             b"menuentry 'Rocky 8' {\n linuxefi /vmlinuz ro\n}\n",
@@ -339,14 +347,34 @@ mod tests {
         h.write(crate::os::arch::KERNEL_ARCH, b"aarch64\n", 0o444).unwrap();
         assert_eq!(grub2_output(&h), PathBuf::from(GRUB2_CFG), "no vendor directory");
         h.write("/boot/efi/EFI/BOOT/grub.cfg", RHEL8_BLS_CFG, 0o644).unwrap();
-        assert_eq!(grub2_output(&h), PathBuf::from(GRUB2_CFG), "BOOT is removable media's, never ours");
-        h.write("/boot/efi/EFI/almalinux/grub.cfg", b"# hand-written\nset timeout=1\n", 0o644)
-            .unwrap();
-        assert_eq!(grub2_output(&h), PathBuf::from(GRUB2_CFG), "not a generated configuration");
+        assert_eq!(
+            grub2_output(&h),
+            PathBuf::from(GRUB2_CFG),
+            "BOOT is removable media's, never ours"
+        );
+        h.write(
+            "/boot/efi/EFI/almalinux/grub.cfg",
+            b"# hand-written\nset timeout=1\n",
+            0o644,
+        )
+        .unwrap();
+        assert_eq!(
+            grub2_output(&h),
+            PathBuf::from(GRUB2_CFG),
+            "not a generated configuration"
+        );
         h.write("/boot/efi/EFI/ol/grub.cfg", RHEL8_BLS_CFG, 0o644).unwrap();
-        assert_eq!(grub2_output(&h), PathBuf::from("/boot/efi/EFI/ol/grub.cfg"), "no /sys/firmware/efi");
+        assert_eq!(
+            grub2_output(&h),
+            PathBuf::from("/boot/efi/EFI/ol/grub.cfg"),
+            "no /sys/firmware/efi"
+        );
         h.write("/boot/efi/EFI/ol/grub.cfg", EFI_STUB, 0o644).unwrap();
-        assert_eq!(grub2_output(&h), PathBuf::from(GRUB2_CFG), "RHEL 9 arm64: the stub stays");
+        assert_eq!(
+            grub2_output(&h),
+            PathBuf::from(GRUB2_CFG),
+            "RHEL 9 arm64: the stub stays"
+        );
     }
 
     #[test]
