@@ -125,7 +125,8 @@ mod tests {
 
     #[test]
     fn every_problem_is_reported_with_the_key_and_the_fix() {
-        let cases: &[(&[(&str, &str)], Option<&str>, &[&str])] = &[
+        type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>, &'a [&'a str]);
+        let cases: &[Case] = &[
             (
                 &[("intent", "inference")],
                 None,

@@ -342,10 +342,13 @@ fn auto_picks_the_accelerator_from_the_pci_devices_without_a_label() {
     run(&n, "config-check", 0);
 }
 
+/// Name/value pairs of a table row.
+type Pairs<'a> = &'a [(&'a str, &'a str)];
+
 #[test]
 fn auto_refuses_a_node_it_cannot_serve_and_changes_nothing() {
     // (labels, PCI devices, message)
-    let rows: [(&[(&str, &str)], &[(&str, &str)], &str); 3] = [
+    let rows: [(Pairs, Pairs, &str); 3] = [
         (
             &[("nvidia.com/gpu.product", "NVIDIA-B200")],
             &[],
