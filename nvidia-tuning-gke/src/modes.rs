@@ -29,7 +29,7 @@ struct Prepared {
 }
 
 /// The embedded catalog, or the action error saying the image is broken.
-pub fn catalog() -> Result<&'static GkeCatalog> {
+fn embedded_catalog() -> Result<&'static GkeCatalog> {
     GkeCatalog::embedded().map_err(|e| {
         Error::action(format!(
             "{e}: this image of {KIND} is broken (its catalog tests should have caught it); use another version"
@@ -37,12 +37,17 @@ pub fn catalog() -> Result<&'static GkeCatalog> {
     })
 }
 
+/// The value of `USE_CONTAINERD`; one that is not UTF-8 is kept (lossily) so that
+/// it is refused by name rather than taken for unset.
+fn use_containerd_env() -> Option<String> {
+    std::env::var_os(request::USE_CONTAINERD).map(|v| v.to_string_lossy().into_owned())
+}
+
 /// Reads and validates the request, chooses the accelerator and looks up the
 /// combination; logs what was chosen and why.
 fn prepare(step: &Step) -> Result<Prepared> {
-    let catalog = catalog()?;
-    let env = std::env::var(request::USE_CONTAINERD).ok();
-    let request = Request::read(&step.configmaps, env.as_deref())?;
+    let catalog = embedded_catalog()?;
+    let request = Request::read(&step.configmaps, use_containerd_env().as_deref())?;
     let chosen = choice::choose(step, &request.accelerator, &catalog.accelerators())?;
     let profile = catalog
         .profile(&chosen.name, &request.intent)
@@ -58,7 +63,7 @@ fn prepare(step: &Step) -> Result<Prepared> {
 /// [`crate::validate`]: the request, and the combination when the accelerator is
 /// named (with `auto`, the intent must be one some accelerator has).
 pub fn validate_offline(cm: &ConfigMaps, use_containerd: Option<&str>) -> Result<()> {
-    let catalog = catalog()?;
+    let catalog = embedded_catalog()?;
     let request = Request::read(cm, use_containerd)?;
     let intent_error = |e: CatalogError| Error::input(format!("configMap key {:?}: {e}", request::INTENT));
     if request.accelerator == accelerator::AUTO {
