@@ -14,13 +14,11 @@ pub const ACCELERATOR: &str = "accelerator";
 pub const INTENT: &str = "intent";
 /// The environment variable that turns the containerd drop-in on.
 pub const USE_CONTAINERD: &str = "USE_CONTAINERD";
-/// The `accelerator` value that picks the accelerator from the node.
-pub const AUTO: &str = "auto";
 
 /// The validated request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
-    /// The accelerator as given (a name or [`AUTO`]), trimmed.
+    /// The accelerator as given (a name or `auto`), trimmed.
     pub accelerator: String,
     /// The intent, trimmed.
     pub intent: String,
