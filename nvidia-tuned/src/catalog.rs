@@ -90,6 +90,19 @@ pub struct Manifest {
     pub optional_sysctls: Vec<String>,
     /// Options set in `/etc/tuned/tuned-main.conf`.
     pub tuned_main: BTreeMap<String, String>,
+    /// What the bash package left on nodes.
+    pub legacy: Legacy,
+}
+
+/// Where the bash nvidia-tuned put its profiles (see [`crate::legacy`]).
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+pub struct Legacy {
+    /// Its base profiles' directory (`/usr/lib/tuned`).
+    pub system_dir: PathBuf,
+    /// Its workload and service profiles' directory (`/etc/tuned`).
+    pub user_dir: PathBuf,
+    /// The files it put in a profile directory.
+    pub files: Vec<String>,
 }
 
 /// What to render: accelerator, intent, optional service, the node's OS.
@@ -286,6 +299,14 @@ impl Catalog {
             profiles,
             files,
         })
+    }
+
+    /// The base profiles (`profiles/common/<name>.conf`).
+    pub fn base_profiles(&self) -> Vec<String> {
+        self.paths()
+            .filter_map(|p| p.strip_prefix("profiles/common/")?.strip_suffix(".conf"))
+            .map(String::from)
+            .collect()
     }
 
     /// Every combination: accelerator × intent × (no service, each service) × (the

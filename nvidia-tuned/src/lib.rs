@@ -6,17 +6,19 @@
 //!
 //! Modules: [`catalog`] the embedded profile catalog, [`request`] the configMap keys,
 //! [`accelerator`] the node's accelerator, [`desired`] the tuned request for this
-//! node, [`main_conf`] the tuned-main.conf options, [`effective`] the reviewable
+//! node, [`main_conf`] the tuned-main.conf options, [`legacy`] what the bash version left, [`effective`] the reviewable
 //! settings of each combination (`skyhook_core::profile::Catalog`).
 
 pub mod accelerator;
 pub mod catalog;
 pub mod desired;
 pub mod effective;
+pub mod legacy;
 pub mod main_conf;
 pub mod request;
 
 use skyhook_core::host::systemd::Systemd;
+use skyhook_core::os::pkgmgr::Retry;
 use skyhook_core::records::state::StateStore;
 use skyhook_core::runtime::run::Handler;
 use skyhook_core::{ConfigMaps, Error, Mode, Outcome, Package, Result, Step};
@@ -73,8 +75,17 @@ fn config(step: &Step) -> Result<Outcome> {
     let desired = Desired::read(step, &catalog)?;
     let files_need = desired.files_interrupt(&step.host)?;
     let outcome = tuned::config_with(&engine(step, desired.configmaps()), &desired.files())?;
+    let layout = tuned::layout::Tuned::detect(&step.host)?;
+    let ours = desired
+        .rendered
+        .profiles
+        .iter()
+        .map(|p| layout.profile_file(&p.name))
+        .collect();
+    legacy::remove(&step.host, &catalog, &ours)?;
     let options = &catalog.manifest.tuned_main;
-    if main_conf::apply(&step.host, &main_conf_store(step), options)? {
+    let store = main_conf_store(step);
+    if main_conf::apply(&step.host, &store, options)? {
         let systemd = Systemd::new(&step.host);
         if systemd.is_running() {
             systemd.restart(tuned::service::TUNED)?;
@@ -85,6 +96,7 @@ fn config(step: &Step) -> Result<Outcome> {
                 main_conf::MAIN_CONF
             );
         }
+        main_conf::restarted(&store)?;
     }
     let needs = outcome
         .interrupt
@@ -116,11 +128,17 @@ fn check(step: &Step, verify: Verify) -> Result<Outcome> {
 }
 
 /// uninstall: tuned-main.conf back as it was, then tuned's uninstall (service,
-/// every deployed profile and file, the packages apply installed). Works without
-/// the configMap (older operators): both go by this package's records.
+/// every deployed profile and file, the packages apply installed), then what the
+/// bash version left. Works without the configMap (older operators): all of it goes
+/// by this package's records and the catalog.
 fn uninstall(step: &Step) -> Result<Outcome> {
+    // tuned's uninstall reads these first; read them before any change here too.
+    Retry::from_env()?;
+    step.os_release()?.family()?;
     main_conf::restore(&step.host, &main_conf_store(step))?;
-    tuned::service::uninstall(&engine(step, ConfigMaps::default()))
+    let outcome = tuned::service::uninstall(&engine(step, ConfigMaps::default()))?;
+    legacy::remove(&step.host, &Catalog::embedded(), &Default::default())?;
+    Ok(outcome)
 }
 
 /// uninstall-check: tuned's, and no recorded tuned-main.conf original left.

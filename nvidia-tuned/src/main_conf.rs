@@ -23,11 +23,14 @@ pub struct Saved {
     /// The file as it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub original: Option<SavedFile>,
+    /// The file changed and tuned has not been restarted since (kept across a kill).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub restart_pending: bool,
 }
 
 impl Record for Saved {
     fn is_empty(&self) -> bool {
-        self.original.is_none()
+        self.original.is_none() && !self.restart_pending
     }
 }
 
@@ -64,22 +67,34 @@ pub fn desired(current: Option<&[u8]>, options: &BTreeMap<String, String>) -> Ve
     out
 }
 
-/// Sets the options; returns whether the file changed (tuned must restart to read it).
+/// Sets the options; returns whether tuned must restart to read them: the file
+/// changed now, or changed in a run killed before its restart.
 pub fn apply(host: &Host, store: &StateStore, options: &BTreeMap<String, String>) -> Result<bool> {
     let current = host.read(MAIN_CONF)?;
     let wanted = desired(current.as_deref(), options);
-    if current.as_deref() == Some(wanted.as_slice()) {
-        return Ok(false);
-    }
     let mut saved: Saved = store.load()?;
+    if current.as_deref() == Some(wanted.as_slice()) {
+        return Ok(saved.restart_pending);
+    }
     if saved.original.is_none() {
         saved.original = Some(SavedFile::capture(host, MAIN_CONF)?);
-        store.save(&saved)?;
     }
+    saved.restart_pending = true;
+    store.save(&saved)?;
     host.write(MAIN_CONF, &wanted, 0o644)?;
     let shown: Vec<String> = options.iter().map(|(k, v)| format!("{k} = {v}")).collect();
     log::info!("set {} in {MAIN_CONF}", shown.join(", "));
     Ok(true)
+}
+
+/// Records that tuned has read the options (restarted, or not running).
+pub fn restarted(store: &StateStore) -> Result<()> {
+    let mut saved: Saved = store.load()?;
+    if saved.restart_pending {
+        saved.restart_pending = false;
+        store.save(&saved)?;
+    }
+    Ok(())
 }
 
 /// Whether the options are set as wanted.
@@ -93,6 +108,8 @@ pub fn holds(host: &Host, options: &BTreeMap<String, String>) -> Result<bool> {
 pub fn restore(host: &Host, store: &StateStore) -> Result<bool> {
     let saved: Saved = store.load()?;
     let Some(original) = &saved.original else {
+        // Also finishes a clear a killed run began (its empty directories).
+        store.clear()?;
         return Ok(false);
     };
     if original.restore(host)? {

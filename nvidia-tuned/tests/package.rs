@@ -57,7 +57,9 @@ fn h100_defaults_to_performance_with_the_include_chain_and_asks_for_a_reboot() {
         .expect_output("interrupt needed: none");
     assert!(
         !calls_of(&node, "systemctl").contains(&"systemctl restart tuned".to_string()),
-        "no restart when unchanged"
+        "no restart when unchanged: {:?} {:?}",
+        calls_of(&node, "systemctl"),
+        node.read("/var/lib/skyhook-packages/nvidia-tuned-main-conf/nvidia-tuned/state.json")
     );
 }
 
@@ -283,4 +285,104 @@ fn auto_refuses_a_node_whose_accelerator_the_catalog_lacks_or_cannot_be_told() {
         .expect_code(2)
         .expect_output("configMap key \"accelerator\"");
     before.assert_same(&bare.snapshot());
+}
+
+#[test]
+fn a_node_the_bash_version_configured_keeps_only_this_packages_files_and_uninstall_leaves_none() {
+    let node = node(&[("accelerator", "h100"), ("intent", "inference"), ("service", "eks")]);
+    // What the bash nvidia-tuned 0.2.3 left: base profiles in /usr/lib/tuned, every
+    // workload profile and the service profile with its scripts in /etc/tuned.
+    let bash = [
+        "/usr/lib/tuned/nvidia-base/tuned.conf",
+        "/usr/lib/tuned/nvidia-acs-disable/tuned.conf",
+        "/etc/tuned/nvidia-h100-performance/tuned.conf",
+        "/etc/tuned/nvidia-h100-inference/tuned.conf",
+        "/etc/tuned/nvidia-gb200-performance/tuned.conf",
+        "/etc/tuned/nvidia-gb200-performance/containerd_service.sh",
+        "/etc/tuned/eks-h100-inference/tuned.conf",
+        "/etc/tuned/eks-h100-inference/script.sh",
+        "/etc/tuned/eks-h100-inference/bootloader.sh",
+    ];
+    for path in bash {
+        node.file(path, "[main]\nsummary=bash nvidia-tuned\n");
+    }
+    node.file("/etc/tuned/my-own/tuned.conf", "[main]\n");
+    node.run("config")
+        .expect_code(0)
+        .expect_output("left by the bash nvidia-tuned");
+    for gone in [
+        "/usr/lib/tuned/nvidia-base",
+        "/etc/tuned/nvidia-gb200-performance",
+        "/etc/tuned/eks-h100-inference/script.sh",
+    ] {
+        assert!(!node.exists(gone), "{gone} removed");
+    }
+    assert!(
+        profile(&node, "nvidia-h100-inference")
+            .unwrap()
+            .contains("NVIDIA H100 inference for EKS")
+    );
+    assert!(
+        node.exists("/etc/tuned/my-own/tuned.conf"),
+        "a profile of another name is not touched"
+    );
+    node.run("config-check").expect_code(0);
+    node.run("uninstall").expect_code(0);
+    for name in [
+        "nvidia-base",
+        "nvidia-h100-inference",
+        "eks-h100-inference",
+        "nvidia-h100-performance",
+    ] {
+        assert!(
+            !node.exists(&format!("/etc/tuned/{name}")),
+            "{name} gone after uninstall"
+        );
+    }
+    assert!(node.exists("/etc/tuned/my-own/tuned.conf"));
+}
+
+#[test]
+fn an_intent_change_that_keeps_the_kernel_arguments_needs_no_reboot() {
+    let node = node(&[("accelerator", "h100")]);
+    node.run("config")
+        .expect_code(0)
+        .expect_output("interrupt needed: {type: reboot}");
+    node.configmap("intent", "multiNodeTraining");
+    node.run("config")
+        .expect_code(0)
+        .expect_output("interrupt needed: none");
+    node.configmap("intent", "inference");
+    node.run("config")
+        .expect_code(0)
+        .expect_output("interrupt needed: {type: reboot}");
+}
+
+#[test]
+fn a_new_containerd_drop_in_asks_for_a_containerd_restart_only_once() {
+    let node = node(&[("accelerator", "gb200")]);
+    node.run("config")
+        .expect_code(0)
+        .expect_output("containerd.conf takes effect when containerd restarts");
+    node.clear_calls();
+    node.run("config")
+        .expect_code(0)
+        .expect_output("interrupt needed: none");
+}
+
+#[test]
+fn a_restart_a_killed_config_owed_is_done_by_the_rerun() {
+    let node = node(&[("accelerator", "h100")]);
+    // A config killed after setting reapply_sysctl, before restarting tuned.
+    node.file("/etc/tuned/tuned-main.conf", "reapply_sysctl = 0\n");
+    node.file(
+        "/var/lib/skyhook-packages/nvidia-tuned-main-conf/nvidia-tuned/state.json",
+        r#"{"original": {"path": "/etc/tuned/tuned-main.conf", "existed": false}, "restart_pending": true}"#,
+    );
+    node.run("config").expect_code(0);
+    assert!(calls_of(&node, "systemctl").contains(&"systemctl restart tuned".to_string()));
+    let state = node
+        .read("/var/lib/skyhook-packages/nvidia-tuned-main-conf/nvidia-tuned/state.json")
+        .unwrap();
+    assert!(!state.contains("restart_pending"), "{state}");
 }

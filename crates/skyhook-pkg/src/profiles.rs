@@ -15,7 +15,10 @@ use crate::error::ToolError;
 
 /// The catalogs of the packages this tool was built with.
 pub fn catalogs() -> Vec<Box<dyn Catalog>> {
-    Vec::new()
+    vec![
+        Box::new(nvidia_tuned::catalog()),
+        Box::new(nvidia_tuning_gke::catalog()),
+    ]
 }
 
 /// The subcommands.
@@ -176,6 +179,83 @@ fn render(package: &str, selection: &Selection, effective: &Effective) -> String
     text
 }
 
+/// What a configMap of a catalog package asks for: `accelerator` (`auto` or a name),
+/// `intent` (the package's default when absent), `service` (optional).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request<'a> {
+    /// The accelerator, or `auto` for every one the catalog ships.
+    pub accelerator: &'a str,
+    /// The intent.
+    pub intent: &'a str,
+    /// The service, if any.
+    pub service: Option<&'a str>,
+}
+
+impl Request<'_> {
+    /// The combinations of `catalog` this request selects on some node (any OS; every
+    /// accelerator for `auto`).
+    pub fn selections(&self, catalog: &dyn Catalog) -> Vec<Selection> {
+        catalog
+            .combinations()
+            .into_iter()
+            .filter(|s| self.accelerator == AUTO || s.accelerator == self.accelerator)
+            .filter(|s| s.intent == self.intent && s.service.as_deref() == self.service)
+            .collect()
+    }
+
+    /// Whether a node given this request may need a reboot: some combination it
+    /// selects has a setting that takes effect only after one (kernel arguments).
+    pub fn may_need_reboot(&self, catalog: &dyn Catalog) -> bool {
+        self.selections(catalog)
+            .iter()
+            .any(|s| catalog.effective(s).is_ok_and(|e| e.needs_reboot()))
+    }
+}
+
+/// Which configMap key of a [`Request`] changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestKey {
+    /// `intent`.
+    Intent,
+    /// `service`.
+    Service,
+}
+
+impl Request<'_> {
+    /// Whether changing `key` (to any other value its catalog ships with the same
+    /// accelerator, the other key and OS) can change the settings that need a reboot.
+    pub fn change_may_reboot(&self, catalog: &dyn Catalog, key: RequestKey) -> bool {
+        let all = catalog.combinations();
+        self.selections(catalog).iter().any(|current| {
+            let ours = reboot_settings(catalog, current);
+            all.iter()
+                .filter(|other| other.accelerator == current.accelerator && other.os == current.os)
+                .filter(|other| match key {
+                    RequestKey::Intent => other.service == current.service && other.intent != current.intent,
+                    RequestKey::Service => other.intent == current.intent && other.service != current.service,
+                })
+                .any(|other| reboot_settings(catalog, other) != ours)
+        })
+    }
+}
+
+/// The settings of `selection` that take effect only after a reboot, as key=value.
+fn reboot_settings(catalog: &dyn Catalog, selection: &Selection) -> Vec<String> {
+    let mut settings: Vec<String> = catalog
+        .effective(selection)
+        .map(|e| e.settings)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| s.needs_reboot)
+        .map(|s| format!("{}={}", s.key, s.value))
+        .collect();
+    settings.sort();
+    settings
+}
+
+/// The `accelerator` value that picks the accelerator per node.
+const AUTO: &str = skyhook_core::platform::accelerator::AUTO;
+
 fn catalog_error(package: &str, e: CatalogError) -> ToolError {
     ToolError::usage(format!("{package}: {e}"))
 }
@@ -320,6 +400,42 @@ mod tests {
             service: service.map(str::to_string),
             os: os.map(str::to_string),
         }
+    }
+
+    #[test]
+    fn a_request_selects_its_combinations_and_tells_whether_they_may_reboot() {
+        let request = |accelerator, intent, service| Request {
+            accelerator,
+            intent,
+            service,
+        };
+        assert_eq!(
+            request("h100", "inference", None).selections(&Fake),
+            [sel("h100", "inference", None, None)]
+        );
+        assert_eq!(
+            request("auto", "inference", Some("eks")).selections(&Fake),
+            [sel("h100", "inference", Some("eks"), Some("ubuntu:24.04"))]
+        );
+        assert!(request("h100", "performance", None).selections(&Fake).is_empty());
+        assert!(!request("h100", "inference", None).may_need_reboot(&Fake));
+        assert!(request("gb200", "performance", None).may_need_reboot(&Fake));
+        assert!(request("auto", "performance", None).may_need_reboot(&Fake));
+    }
+
+    #[test]
+    fn a_key_change_may_reboot_only_when_the_reboot_settings_differ() {
+        let request = |accelerator, intent, service| Request {
+            accelerator,
+            intent,
+            service,
+        };
+        // Fake's h100 combinations differ only in sysctls and drop-ins: no reboot.
+        assert!(!request("h100", "inference", None).change_may_reboot(&Fake, RequestKey::Service));
+        assert!(!request("h100", "inference", None).change_may_reboot(&Fake, RequestKey::Intent));
+        assert!(!request("gb200", "performance", None).change_may_reboot(&Fake, RequestKey::Intent));
+        let real = nvidia_tuned::catalog();
+        assert!(request("h100", "inference", None).change_may_reboot(&real, RequestKey::Intent));
     }
 
     #[test]
