@@ -67,8 +67,16 @@ fn nvidia() {
     let mut vm = Vm::new("nvidia");
     vm.timeout(std::time::Duration::from_secs(600)); // apt under TCG
     vm.define(DEFINES)
-        .package("gpu", "nvidia-tuned", &[("accelerator", "h100"), ("intent", "performance")])
-        .package("gke", "nvidia-tuning-gke", &[("accelerator", "h100"), ("intent", "inference")]);
+        .package(
+            "gpu",
+            "nvidia-tuned",
+            &[("accelerator", "h100"), ("intent", "performance")],
+        )
+        .package(
+            "gke",
+            "nvidia-tuning-gke",
+            &[("accelerator", "h100"), ("intent", "inference")],
+        );
 
     let install = vm.boot("install", INSTALL);
     install.expect_running();
@@ -90,7 +98,10 @@ fn nvidia() {
         .expect_output("kernel.sched_latency_ns")
         .expect_step("uninstall", 0);
     let cmdline = after.file("cmdline");
-    assert!(cmdline.contains("iommu=pt") && cmdline.contains("init_on_alloc=0"), "{cmdline}");
+    assert!(
+        cmdline.contains("iommu=pt") && cmdline.contains("init_on_alloc=0"),
+        "{cmdline}"
+    );
     assert_ne!(
         install.file("sysctl-before").trim(),
         "2 2 1 1 1",
