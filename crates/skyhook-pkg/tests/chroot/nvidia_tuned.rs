@@ -94,26 +94,25 @@ fn nvidia_tuned_h100_then_gb200_from_its_label_on(arch: Arch) {
     configured.assert_same(&node.snapshot(BOOKKEEPING));
 
     // A GB200 node's label and accelerator auto: the GB200 chain replaces the H100 one.
-    node.run(
-        "nvidia-tuned",
-        &[
-            "config",
-            "--configmap",
-            "accelerator=auto",
-            "--configmap",
-            "intent=performance",
-            "--label",
-            "nvidia.com/gpu.product=NVIDIA-GB200",
-        ],
-    )
-    .expect_ok()
-    .expect_output("accelerator gb200 from node label nvidia.com/gpu.product=NVIDIA-GB200");
+    let gb200 = [
+        "--configmap",
+        "accelerator=auto",
+        "--configmap",
+        "intent=performance",
+        "--label",
+        "nvidia.com/gpu.product=NVIDIA-GB200",
+    ];
+    node.run("nvidia-tuned", &[&["config"][..], &gb200].concat())
+        .expect_ok()
+        .expect_output("accelerator gb200 from node label nvidia.com/gpu.product=NVIDIA-GB200");
     let gb200_chain = chain(&node, "gb200");
     expect_deployed(&node, &gb200_chain);
     for name in ["nvidia-h100-performance", "nvidia-acs-disable"] {
         assert!(!node.exists(&format!("/etc/tuned/{name}")), "{name} left behind");
     }
 
-    node.run("nvidia-tuned", &["uninstall"]).expect_ok();
+    // The configMap comes with uninstall too (config.json expects `accelerator`).
+    node.run("nvidia-tuned", &[&["uninstall"][..], &gb200].concat())
+        .expect_ok();
     before.assert_same(&node.snapshot(&ignore));
 }
