@@ -7,6 +7,9 @@
 //! profile needs its interrupt before it can verify: config-check then only warns
 //! when verify fails; post-interrupt-check always requires it to pass.
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
 use skyhook_core::host::command::Cmd;
 use skyhook_core::host::systemd::Systemd;
 use skyhook_core::{Checklist, Error, Host, Result, Step};
@@ -46,8 +49,15 @@ pub fn interrupt_declared(value: Option<&str>) -> bool {
 
 /// Runs config-check (`Verify::InterruptMayExcuse`) or post-interrupt-check (`Verify::Required`).
 pub fn config_check(step: &Step, verify: Verify) -> Result<()> {
+    config_check_with(step, verify, &BTreeMap::new())
+}
+
+/// [`config_check`] for a package that drives tuned as a library: the same request
+/// as [`crate::config_with`] was given.
+pub fn config_check_with(step: &Step, verify: Verify, files: &BTreeMap<PathBuf, Vec<u8>>) -> Result<()> {
     let host = &step.host;
-    let request = Request::parse(&step.configmaps)?;
+    let mut request = Request::parse(&step.configmaps)?;
+    request.files = files.clone();
     let mut c = Checklist::new();
     let tuned = match Tuned::detect(host) {
         Ok(t) => t,

@@ -18,6 +18,9 @@ pub mod layout;
 pub mod plan;
 pub mod service;
 
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
 use skyhook_core::runtime::run::Handler;
 use skyhook_core::{Error, Interrupt, Mode, Outcome, Package, Result, Step};
 
@@ -58,8 +61,17 @@ impl Package for Tuned {
 
 /// config: validate everything, deploy and reconcile, activate, say which interrupt.
 fn config(step: &Step) -> Result<Outcome> {
+    config_with(step, &BTreeMap::new())
+}
+
+/// config for a package that drives tuned as a library: `step.configmaps` holds the
+/// request in tuned's own keys (profiles and `tuned_profile`, built in memory), and
+/// `files` further files to deploy, check and remove like the profiles (by host path,
+/// mode 0644). The state is kept under `step`'s kind.
+pub fn config_with(step: &Step, files: &BTreeMap<PathBuf, Vec<u8>>) -> Result<Outcome> {
     let host = &step.host;
-    let (request, mut problems) = Request::read(&step.configmaps)?;
+    let (mut request, mut problems) = Request::read(&step.configmaps)?;
+    request.files = files.clone();
     let tuned = match TunedLayout::detect(host) {
         Ok(t) => t,
         Err(_) if !problems.is_empty() => return Err(Error::Input(problems)),

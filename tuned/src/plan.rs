@@ -97,6 +97,9 @@ pub struct Request {
     /// Profile keys that could not be parsed (already reported; they count as present
     /// so that nothing else is reported about them).
     pub broken: Vec<String>,
+    /// Further files to deploy (0644), by host path: never from the configMap, only
+    /// from a package that drives tuned as a library ([`crate::config_with`]).
+    pub files: BTreeMap<PathBuf, Vec<u8>>,
 }
 
 /// One file this package deploys.
@@ -275,6 +278,15 @@ impl Request {
                     },
                 );
             }
+        }
+        for (path, content) in &self.files {
+            items.insert(
+                path.clone(),
+                Item::File {
+                    content: content.clone(),
+                    mode: 0o644,
+                },
+            );
         }
         items
     }

@@ -33,7 +33,7 @@ pub mod ulimit;
 pub mod uninstall;
 
 use skyhook_core::runtime::run::Handler;
-use skyhook_core::{Mode, Package};
+use skyhook_core::{ConfigMaps, Error, Mode, Outcome, Package, Result, Step};
 
 /// The tuning package.
 pub struct Tuning;
@@ -51,4 +51,48 @@ impl Package for Tuning {
         (Mode::UninstallCheck, uninstall::uninstall_check),
     ];
     const NEEDS_PERSISTENT_ETC: bool = true;
+}
+
+/// Runs tuning's handler for `step`'s mode with `input` in place of the step's
+/// configMap: the entry point of a package that computes tuning's input (the keys
+/// `sysctl.conf`, `service_<unit>.conf`, … in memory) instead of reading it from
+/// `configmaps/` (nvidia-tuning-gke). The state is kept under `kind`, not tuning's,
+/// so the two packages never share records. tuning's own refusal of hosts whose
+/// `/etc` does not persist ([`Package::NEEDS_PERSISTENT_ETC`]) is the caller's
+/// decision and is not applied here. A mode tuning does not implement is exit 2.
+pub fn run_with_input(step: &Step, kind: &'static str, input: ConfigMaps) -> Result<Outcome> {
+    let mode = step.mode();
+    let handler = Tuning::MODES
+        .iter()
+        .find(|(m, _)| *m == mode)
+        .map(|(_, h)| *h)
+        .ok_or_else(|| Error::Mode(format!("the tuning engine has no mode {mode}")))?;
+    handler(&Step::new(kind, step.ctx.clone(), step.host.clone(), input))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use skyhook_core::Host;
+    use skyhook_core::host::command::RefusingRunner;
+
+    #[test]
+    fn run_with_input_refuses_a_mode_tuning_lacks_as_exit_2() {
+        let ctx = skyhook_core::Context::from_vars(Mode::Apply, |n| match n {
+            "SKYHOOK_DIR" => Some("/copy".into()),
+            "SKYHOOK_RESOURCE_ID" => Some("scr_gpu_1.0.0".into()),
+            _ => None,
+        })
+        .unwrap();
+        let host = Host::new("/nonexistent-root", RefusingRunner::new("/nonexistent-root"));
+        let step = Step::new("other", ctx, host, ConfigMaps::from_entries(Vec::<(&str, &str)>::new()));
+        let e = run_with_input(
+            &step,
+            "other",
+            ConfigMaps::from_entries([("sysctl.conf", "vm.swappiness=1\n")]),
+        )
+        .unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(e.to_string(), "the tuning engine has no mode apply");
+    }
 }

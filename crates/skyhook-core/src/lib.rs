@@ -15,6 +15,8 @@
 //!   originals, install receipt), kept outside the copy dir.
 //! - [`os`]: the distribution family and its package manager.
 //! - [`boot`]: kernel arguments, one model for every package.
+//! - [`platform`]: the node's hardware: PCI devices, the NVIDIA accelerator it carries.
+//! - [`profile`]: the reviewable effective settings of a package's profile catalog.
 //! - [`formats`]: sysctl.d, limits, unit files, PAM stacks, sizes for people.
 //! - [`config`]: the config.json model and its validation (feature `config`: the
 //!   developer tool and the test kit; never in node binaries).
@@ -25,6 +27,8 @@ pub mod config;
 pub mod formats;
 pub mod host;
 pub mod os;
+pub mod platform;
+pub mod profile;
 pub mod records;
 pub mod runtime;
 

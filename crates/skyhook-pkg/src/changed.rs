@@ -121,7 +121,16 @@ mod tests {
     use super::*;
 
     fn packages() -> Vec<String> {
-        ["kdump", "shellscript", "tuned", "tuning"].map(String::from).to_vec()
+        [
+            "kdump",
+            "nvidia-tuned",
+            "nvidia-tuning-gke",
+            "shellscript",
+            "tuned",
+            "tuning",
+        ]
+        .map(String::from)
+        .to_vec()
     }
 
     fn affected_by(paths: &[&str]) -> Vec<String> {

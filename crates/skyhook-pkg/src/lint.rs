@@ -22,7 +22,9 @@ use skyhook_core::runtime::interrupt::Interrupt;
 use skyhook_core::{ConfigMaps, Error};
 
 use crate::error::ToolError;
+use crate::profiles::{Request, RequestKey};
 use crate::scr::{Scr, ScrEntry, key_matches, parse_interrupt};
+use skyhook_core::profile::{Catalog, SettingKind};
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -65,6 +67,8 @@ enum Kind {
     Tuned,
     Kdump,
     Shellscript,
+    NvidiaTuned,
+    NvidiaTuningGke,
 }
 
 impl Kind {
@@ -74,6 +78,8 @@ impl Kind {
             "tuned" => Some(Kind::Tuned),
             "kdump" => Some(Kind::Kdump),
             "shellscript" => Some(Kind::Shellscript),
+            "nvidia-tuned" => Some(Kind::NvidiaTuned),
+            "nvidia-tuning-gke" => Some(Kind::NvidiaTuningGke),
             _ => None,
         }
     }
@@ -85,31 +91,97 @@ impl Kind {
             Kind::Tuned => include_str!("../../../tuned/config.json"),
             Kind::Kdump => include_str!("../../../kdump/config.json"),
             Kind::Shellscript => include_str!("../../../shellscript/config.json"),
+            Kind::NvidiaTuned => include_str!("../../../nvidia-tuned/config.json"),
+            Kind::NvidiaTuningGke => include_str!("../../../nvidia-tuning-gke/config.json"),
         };
         let config: Value = serde_json::from_str(text).unwrap_or_default();
         config["package_version"].as_str().unwrap_or_default().to_string()
     }
 
-    /// The package's own validation of a configMap.
-    fn validate(self, cm: &ConfigMaps) -> Vec<String> {
+    /// The package's own validation of a configMap (and its environment).
+    fn validate(self, cm: &ConfigMaps, entry: &ScrEntry) -> Vec<String> {
         let result = match self {
             Kind::Tuning => tuning::input::validate(cm),
             Kind::Tuned => tuned::plan::validate(cm),
             Kind::Kdump => kdump::input::validate(cm),
             Kind::Shellscript => shellscript::script::validate(cm),
+            Kind::NvidiaTuned => {
+                nvidia_tuned::request::Request::read(cm, &nvidia_tuned::catalog::Catalog::embedded().manifest)
+                    .map(|_| ())
+            }
+            Kind::NvidiaTuningGke => {
+                nvidia_tuning_gke::request::Request::read(cm, use_containerd(entry).as_deref()).map(|_| ())
+            }
         };
         match result {
-            Ok(()) => Vec::new(),
+            Ok(()) => self.combination_problem(cm).into_iter().collect(),
             Err(Error::Input(problems)) => problems,
             Err(e) => vec![e.to_string()],
         }
+    }
+
+    /// The profile catalog of a catalog package, with its default intent.
+    fn catalog(self) -> Option<(Box<dyn Catalog>, &'static str)> {
+        match self {
+            Kind::NvidiaTuned => Some((Box::new(nvidia_tuned::catalog()), "performance")),
+            // Its intent is required: no default.
+            Kind::NvidiaTuningGke => Some((Box::new(nvidia_tuning_gke::catalog()), "")),
+            _ => None,
+        }
+    }
+
+    /// What a catalog package's configMap asks for (values trimmed; the default intent).
+    fn request<'a>(cm: &'a BTreeMap<String, String>, default_intent: &'a str) -> Request<'a> {
+        let value = |key: &str| cm.get(key).map(|v| v.trim()).filter(|v| !v.is_empty());
+        Request {
+            accelerator: value("accelerator").unwrap_or(""),
+            intent: value("intent").unwrap_or(default_intent),
+            service: value("service"),
+        }
+    }
+
+    /// For a catalog package whose keys are each valid: the combination its catalog lacks.
+    fn combination_problem(self, cm: &ConfigMaps) -> Option<String> {
+        let (catalog, default_intent) = self.catalog()?;
+        let text: BTreeMap<String, String> = ["accelerator", "intent", "service"]
+            .into_iter()
+            .filter_map(|k| Some((k.to_string(), cm.text(k).ok()??.to_string())))
+            .collect();
+        let request = Self::request(&text, default_intent);
+        if !request.selections(catalog.as_ref()).is_empty() {
+            return None;
+        }
+        let ships: Vec<String> = catalog
+            .combinations()
+            .iter()
+            .filter(|s| s.os.is_none() && (request.accelerator == "auto" || s.accelerator == request.accelerator))
+            .map(|s| {
+                format!(
+                    "{} {}{}",
+                    s.accelerator,
+                    s.intent,
+                    s.service
+                        .as_ref()
+                        .map_or(String::new(), |v| format!(" with service {v}"))
+                )
+            })
+            .collect();
+        Some(format!(
+            "configMap keys \"accelerator\" {:?}, \"intent\" {:?}, \"service\" {:?}: {} ships no such combination; it ships: {}",
+            request.accelerator,
+            request.intent,
+            request.service.unwrap_or("(none)"),
+            catalog.package(),
+            ships.join(", ")
+        ))
     }
 
     /// The cheapest interrupt a change of configMap key `key` of `cm` needs; `None`
     /// when this tool cannot tell (shellscript's scripts do anything). For tuned, a
     /// profile with `[bootloader]` options needs a reboot, and so does `tuned_profile`
     /// when any profile of the configMap has them.
-    fn needs(self, key: &str, cm: &BTreeMap<String, String>) -> Option<Interrupt> {
+    fn needs(self, key: &str, entry: &ScrEntry) -> Option<Interrupt> {
+        let cm = &entry.config_map;
         let value = cm.get(key).map_or("", String::as_str);
         Some(match (self, key) {
             (Kind::Tuning, "grub.conf") | (Kind::Kdump, "crashkernel") => Interrupt::Reboot,
@@ -123,6 +195,41 @@ impl Kind {
                 Interrupt::Reboot
             }
             (Kind::Shellscript, _) => return None,
+            (Kind::NvidiaTuned, _) => {
+                let (catalog, default_intent) = self.catalog()?;
+                if !self.interrupts_knowable(cm) {
+                    return None;
+                }
+                let request = Self::request(cm, default_intent);
+                let reboot = match key {
+                    // The required key carries what the first installation needs.
+                    "accelerator" => request.may_need_reboot(catalog.as_ref()),
+                    "intent" => request.change_may_reboot(catalog.as_ref(), RequestKey::Intent),
+                    "service" => request.change_may_reboot(catalog.as_ref(), RequestKey::Service),
+                    _ => false,
+                };
+                if reboot { Interrupt::Reboot } else { Interrupt::NoOp }
+            }
+            // Sysctls apply live; the containerd drop-in USE_CONTAINERD=true adds takes
+            // effect when containerd restarts.
+            (Kind::NvidiaTuningGke, "accelerator" | "intent") => {
+                let (catalog, default_intent) = self.catalog()?;
+                if !self.interrupts_knowable(cm) {
+                    return None;
+                }
+                let drop_in = Self::request(cm, default_intent)
+                    .selections(catalog.as_ref())
+                    .iter()
+                    .any(|s| {
+                        catalog
+                            .effective(s)
+                            .is_ok_and(|e| e.settings.iter().any(|s| s.kind == SettingKind::DropIn))
+                    });
+                match drop_in && use_containerd(entry).as_deref().map(str::trim) == Some("true") {
+                    true => Interrupt::service(["containerd"]),
+                    false => Interrupt::NoOp,
+                }
+            }
             _ => Interrupt::NoOp,
         })
     }
@@ -133,10 +240,39 @@ impl Kind {
             .then_some("a restart of the kdump service ({type: service, services: [kdump-tools]} on Debian-like nodes, [kdump] on RHEL-like ones)")
     }
 
+    /// Whether this tool can tell what the first installation needs: not for
+    /// shellscript (its scripts do anything), nor for a catalog package whose
+    /// configMap selects no combination (its validation finding says why).
+    fn interrupts_knowable(self, cm: &BTreeMap<String, String>) -> bool {
+        match self.catalog() {
+            _ if self == Kind::Shellscript => false,
+            Some((catalog, default_intent)) => !Self::request(cm, default_intent)
+                .selections(catalog.as_ref())
+                .is_empty(),
+            None => true,
+        }
+    }
+
+    /// Whether `key` names the node's hardware (nvidia-tuned's `accelerator`): what it
+    /// needs counts for the first installation, but a node's accelerator never changes,
+    /// so no configInterrupt is asked of it.
+    fn is_hardware_key(self, key: &str) -> bool {
+        self == Kind::NvidiaTuned && key == "accelerator"
+    }
+
     /// Whether the package's uninstall changes the node (so it must be enabled).
     fn uninstall_matters(self, entry: &ScrEntry) -> bool {
         self != Kind::Shellscript || entry.config_map.contains_key("uninstall.sh")
     }
+}
+
+/// The entry's `USE_CONTAINERD` environment value (nvidia-tuning-gke), if set.
+fn use_containerd(entry: &ScrEntry) -> Option<String> {
+    entry
+        .env_pairs()
+        .into_iter()
+        .find(|(n, _)| n == "USE_CONTAINERD")
+        .map(|(_, v)| v)
 }
 
 /// Whether a tuned profile has a `[bootloader]` section with options (kernel arguments).
@@ -260,7 +396,7 @@ fn check_version(at: &mut Report, kind: Kind, entry: &ScrEntry) {
 
 fn check_configmap(at: &mut Report, kind: Kind, entry: &ScrEntry) {
     let cm = ConfigMaps::from_entries(entry.configmap_bytes());
-    for problem in kind.validate(&cm) {
+    for problem in kind.validate(&cm, entry) {
         let key = entry
             .config_map
             .keys()
@@ -296,11 +432,14 @@ fn check_interrupts(at: &mut Report, kind: Kind, entry: &ScrEntry) {
         }
     }
     for key in entry.config_map.keys() {
-        let Some(needed) = kind.needs(key, &entry.config_map) else {
+        let Some(needed) = kind.needs(key, entry) else {
             check_reboot_of_an_unknown_need(at, kind, entry, key);
             continue;
         };
         overall.push(needed.clone());
+        if kind.is_hardware_key(key) {
+            continue;
+        }
         let given: Vec<Interrupt> = entry
             .config_interrupts
             .iter()
@@ -309,7 +448,7 @@ fn check_interrupts(at: &mut Report, kind: Kind, entry: &ScrEntry) {
             .collect();
         check_key_interrupt(at, key, &entry.config_map[key], &needed, &given);
     }
-    if kind == Kind::Shellscript {
+    if !kind.interrupts_knowable(&entry.config_map) {
         return;
     }
     let needed = Interrupt::covering(overall);
@@ -448,6 +587,8 @@ mod tests {
             "tuned/README.md",
             "kdump/README.md",
             "shellscript/README.md",
+            "nvidia-tuned/README.md",
+            "nvidia-tuning-gke/README.md",
         ] {
             let text = std::fs::read_to_string(repo().join(readme)).unwrap();
             for (i, example) in examples(&text).iter().enumerate() {

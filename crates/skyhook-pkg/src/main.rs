@@ -6,6 +6,8 @@
 //!   as it must appear at `/skyhook-package` in the image.
 //! - `run`: runs a package's modes locally the way the agent runs them on a node.
 //! - `lint`: checks Skyhook resources against the packages, offline, before a rollout.
+//! - `profiles`: the NVIDIA packages' profile catalogs: every combination, and the
+//!   effective settings of one, before a rollout.
 //! - `dist-self`: builds skyhook-pkg itself statically (for the VM test tier's guest).
 //! - `test`: the tests built for another target as `dist` builds it (aarch64 under qemu-user).
 //! - `platform`, `dockerfiles`: the images (see ci/README.md).
@@ -21,6 +23,7 @@ mod images;
 mod lint;
 mod notes;
 mod platform;
+mod profiles;
 mod release;
 mod run;
 mod scr;
@@ -73,6 +76,9 @@ enum Command {
         #[arg(long, value_enum, default_value_t = lint::Format::Text)]
         format: lint::Format,
     },
+    /// Review the NVIDIA profile catalogs: every combination, or the effective settings of one.
+    #[command(subcommand)]
+    Profiles(profiles::ProfilesCommand),
     /// Print the Rust target and cross toolchain packages for a Docker platform (shell assignments).
     Platform {
         /// The platform to build for (`linux/amd64`, `linux/arm64`).
@@ -146,6 +152,7 @@ fn main() -> ExitCode {
         Command::Dist { packages, target, out } => dist::run(&packages, target.as_deref(), out.as_deref()),
         Command::Run(args) => run::run(&args).map_err(|e| e.to_string()),
         Command::Lint { scrs, format } => lint::run(&scrs, format).map_err(|e| e.to_string()),
+        Command::Profiles(command) => profiles::run(&command).map_err(|e| e.to_string()),
         Command::Platform { target_platform, build } => platform::run(&target_platform, build.as_deref()),
         Command::Dockerfiles { write } => images::run(write),
         Command::Tag { tag, registry, owner } => release::run(&tag, &registry, owner.as_deref()),

@@ -168,7 +168,16 @@ mod tests {
     use super::*;
 
     fn packages() -> Vec<String> {
-        ["kdump", "shellscript", "tuned", "tuning"].map(String::from).to_vec()
+        [
+            "kdump",
+            "nvidia-tuned",
+            "nvidia-tuning-gke",
+            "shellscript",
+            "tuned",
+            "tuning",
+        ]
+        .map(String::from)
+        .to_vec()
     }
 
     #[test]
@@ -184,7 +193,10 @@ mod tests {
     fn a_tag_for_an_unknown_package_is_refused() {
         let e = parse("tunning/2.0.0", &packages()).unwrap_err();
         assert!(e.contains("\"tunning\" is not a package"), "{e}");
-        assert!(e.contains("kdump, shellscript, tuned, tuning"), "{e}");
+        assert!(
+            e.contains("kdump, nvidia-tuned, nvidia-tuning-gke, shellscript, tuned, tuning"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -45,9 +45,19 @@ mod tests {
     use super::*;
 
     #[test]
-    fn finds_the_four_packages() {
+    fn finds_the_packages() {
         let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
-        assert_eq!(packages(&root), ["kdump", "shellscript", "tuned", "tuning"]);
+        assert_eq!(
+            packages(&root),
+            [
+                "kdump",
+                "nvidia-tuned",
+                "nvidia-tuning-gke",
+                "shellscript",
+                "tuned",
+                "tuning"
+            ]
+        );
         assert!(crate_version(&root.join("tuning")).is_some());
         assert_eq!(crate_version(&root.join("schemas")), None);
     }

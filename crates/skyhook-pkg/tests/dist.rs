@@ -10,7 +10,14 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-const PACKAGES: [&str; 4] = ["kdump", "shellscript", "tuned", "tuning"];
+const PACKAGES: [&str; 6] = [
+    "kdump",
+    "nvidia-tuned",
+    "nvidia-tuning-gke",
+    "shellscript",
+    "tuned",
+    "tuning",
+];
 
 #[test]
 fn dist_assembles_static_binaries_that_run_in_an_empty_chroot() {

@@ -101,7 +101,14 @@ fn dist_all_builds_static_trees_for_both_architectures_that_run_in_an_empty_chro
         ("x86_64", "x86_64-unknown-linux-gnu"),
         ("aarch64", "aarch64-unknown-linux-gnu"),
     ] {
-        for p in ["kdump", "shellscript", "tuned", "tuning"] {
+        for p in [
+            "kdump",
+            "nvidia-tuned",
+            "nvidia-tuning-gke",
+            "shellscript",
+            "tuned",
+            "tuning",
+        ] {
             assert!(
                 stdout
                     .lines()

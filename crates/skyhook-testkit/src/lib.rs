@@ -444,13 +444,27 @@ fn walk(root: &Path, dir: &Path, ignore: &[&str], out: &mut BTreeMap<PathBuf, En
 /// CHANGELOG.md has a section for the version.
 #[track_caller]
 pub fn assert_package_metadata(manifest_dir: &str, kind: &str, version: &str, modes: &[skyhook_core::Mode]) {
+    assert_package_metadata_as(manifest_dir, kind, kind, version, modes);
+}
+
+/// [`assert_package_metadata`] for a package whose config.json `package_name`
+/// differs from its kind (kept from the bash package it replaces, so that a node
+/// upgrades in place: `nvidia_tuning_gke` for the kind `nvidia-tuning-gke`).
+#[track_caller]
+pub fn assert_package_metadata_as(
+    manifest_dir: &str,
+    package_name: &str,
+    kind: &str,
+    version: &str,
+    modes: &[skyhook_core::Mode],
+) {
     use skyhook_core::config;
     let dir = Path::new(manifest_dir);
     let text = fs::read_to_string(dir.join("config.json")).expect("config.json");
     let report = config::schema::validate(&text, None, Some(version));
     assert!(report.is_ok(), "config.json: {:?}", report.errors);
     let cfg = config::parse(&text).expect("config.json parses");
-    assert_eq!(cfg.package_name, kind, "package_name");
+    assert_eq!(cfg.package_name, package_name, "package_name");
     assert_eq!(cfg.defined_modes(), modes, "config.json modes vs the package's MODES");
     for mode in cfg.defined_modes() {
         for step in cfg.steps(mode) {

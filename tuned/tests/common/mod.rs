@@ -9,7 +9,14 @@ use skyhook_core::os::distro::fixtures;
 use skyhook_testkit::{Manager, Node, Package};
 
 /// The package binary under test.
-pub const BIN: &str = env!("CARGO_BIN_EXE_tuned");
+/// (nvidia-tuned's tests include this module too: there it is nvidia-tuned's binary.)
+pub const BIN: &str = match (
+    option_env!("CARGO_BIN_EXE_tuned"),
+    option_env!("CARGO_BIN_EXE_nvidia-tuned"),
+) {
+    (Some(bin), _) | (None, Some(bin)) => bin,
+    (None, None) => panic!("no package binary to test"),
+};
 
 /// Where the built-in profiles of tuned `version` live.
 pub fn system_dir(version: &str) -> &'static str {
@@ -165,6 +172,8 @@ case \"$1\" in
           mkdir -p \"$W\"; ln -sf /usr/lib/systemd/system/$2.service \"$W/$2.service\" ;;
   disable) rm -f \"$W/$2.service\" ;;
   start) [ -e \"$R/usr/sbin/tuned\" ] || { echo \"Failed to start $2.service: Unit $2.service not found.\" >&2; exit 5; }
+         mkdir -p \"$R/run/tuned\"; echo 4242 > \"$R/run/tuned/tuned.pid\" ;;
+  restart) [ -e \"$R/usr/sbin/tuned\" ] || { echo \"Failed to restart $2.service: Unit $2.service not found.\" >&2; exit 5; }
          mkdir -p \"$R/run/tuned\"; echo 4242 > \"$R/run/tuned/tuned.pid\" ;;
   stop) rm -f \"$R/run/tuned/tuned.pid\" ;;
   is-enabled) if [ -L \"$W/$2.service\" ]; then echo enabled; else echo disabled; exit 1; fi ;;

@@ -28,10 +28,12 @@ use crate::host::command::{Cmd, Output, RefusingRunner, Runner, StandInRunner, S
 use crate::host::nofollow::{Dir, Missing};
 use crate::runtime::error::{HostError, Result};
 
-/// The host: a root directory and a command runner.
+/// The host: a root directory and a command runner. A clone is the same host (it
+/// shares the runner), for a package that hands a step to another package's engine.
+#[derive(Clone)]
 pub struct Host {
     root: PathBuf,
-    runner: Box<dyn Runner>,
+    runner: std::sync::Arc<dyn Runner>,
 }
 
 impl std::fmt::Debug for Host {
@@ -50,7 +52,7 @@ impl Host {
     pub fn new(root: impl Into<PathBuf>, runner: impl Runner + 'static) -> Self {
         Host {
             root: root.into(),
-            runner: Box::new(runner),
+            runner: std::sync::Arc::new(runner),
         }
     }
 

@@ -18,6 +18,7 @@ mod apt_sources;
 mod debian;
 mod emulation;
 mod kdump;
+mod nvidia_tuned;
 mod readme;
 mod shellscript;
 mod tuned;

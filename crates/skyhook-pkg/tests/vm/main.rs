@@ -8,7 +8,8 @@
 //!   GRUB installed by a provisioning boot), cached and keyed by its recipe.
 //! - [`vm`]: what a scenario uses: [`vm::Vm::new`], [`vm::Vm::boot`] (one boot that runs
 //!   a bash script in the guest and returns its exit code, output and files), asserts.
-//! - one module per scenario: [`smoke`], [`tuning`], [`tuned`], [`kdump`], [`shellscript`].
+//! - one module per scenario: [`smoke`], [`tuning`], [`tuned`], [`kdump`], [`shellscript`],
+//!   [`nvidia`] (nvidia-tuned and nvidia-tuning-gke).
 //!
 //! The tests are `#[ignore]`d: the tier needs root, the Debian mirror and minutes of
 //! CPU. Run it with `cargo test -p skyhook-pkg --test vm -- --ignored` (one scenario:
@@ -24,6 +25,7 @@ mod qemu;
 mod vm;
 
 mod kdump;
+mod nvidia;
 mod shellscript;
 mod smoke;
 mod tuned;

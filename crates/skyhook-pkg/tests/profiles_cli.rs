@@ -1,0 +1,122 @@
+// SPDX-License-Identifier: Apache-2.0
+//! `skyhook-pkg profiles` over the catalogs of the packages it is built with: `list`
+//! prints every combination each ships, `show` the effective settings of one, and
+//! unknown values exit 2 listing what is supported.
+
+use std::process::{Command, Output};
+
+use skyhook_core::profile::Catalog;
+
+fn profiles(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
+        .arg("profiles")
+        .args(args)
+        .output()
+        .unwrap()
+}
+
+fn stdout(out: &Output) -> String {
+    String::from_utf8_lossy(&out.stdout).into_owned()
+}
+
+/// Every catalog the tool must know.
+fn catalogs() -> Vec<Box<dyn Catalog>> {
+    vec![
+        Box::new(nvidia_tuned::catalog()),
+        Box::new(nvidia_tuning_gke::catalog()),
+    ]
+}
+
+#[test]
+fn list_has_one_line_per_combination_of_every_catalog() {
+    let out = profiles(&["list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = stdout(&out);
+    let lines: Vec<Vec<&str>> = text.lines().skip(1).map(|l| l.split_whitespace().collect()).collect();
+    let mut expected = 0;
+    for catalog in catalogs() {
+        for s in catalog.combinations() {
+            let effective = catalog.effective(&s).unwrap();
+            let os = s.os.as_ref().map_or("common".to_string(), ToString::to_string);
+            let row = vec![
+                catalog.package(),
+                s.accelerator.as_str(),
+                s.intent.as_str(),
+                s.service.as_deref().unwrap_or("-"),
+                os.as_str(),
+                effective.profile.as_str(),
+                if effective.needs_reboot() { "yes" } else { "no" },
+            ];
+            assert!(lines.contains(&row), "no line {row:?} in:\n{text}");
+            expected += 1;
+        }
+    }
+    assert_eq!(lines.len(), expected, "{text}");
+    assert!(expected >= 30, "only {expected} combinations");
+}
+
+#[test]
+fn show_prints_each_setting_with_its_profile_and_the_reboot() {
+    let out = profiles(&[
+        "show",
+        "--package",
+        "nvidia-tuned",
+        "--accelerator",
+        "h100",
+        "--intent",
+        "inference",
+        "--os",
+        "ubuntu:22.04",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = stdout(&out);
+    for part in [
+        "nvidia-tuned: accelerator h100 intent inference os ubuntu:22.04\n",
+        "profile: nvidia-h100-inference\n",
+        "needs a reboot: yes (",
+        "sysctls:\n",
+        "  vm.swappiness = 1  [nvidia-h100-inference",
+        "  kernel.sched_latency_ns = 1000000  [nvidia-h100-inference",
+        "optional: skipped with a warning where the kernel lacks it]",
+        "kernel arguments:\n",
+        "= iommu=pt  [nvidia-h100-performance",
+        "= pci=disable_acs_redir=pci:0:0  [nvidia-acs-disable",
+        "CPU governor:\n  governor = performance  [nvidia-base",
+        "huge pages:\n",
+    ] {
+        assert!(text.contains(part), "{part:?} missing from:\n{text}");
+    }
+}
+
+#[test]
+fn unknown_values_exit_2_listing_what_is_supported() {
+    let cases: &[(&[&str], &str)] = &[
+        (
+            &["--accelerator", "a100", "--intent", "inference"],
+            "nvidia-tuned: accelerator \"a100\" is not in the catalog; supported: h100",
+        ),
+        (
+            &["--accelerator", "h100", "--intent", "fast"],
+            "nvidia-tuned: intent \"fast\" is not in the catalog; supported: performance, inference, multiNodeTraining",
+        ),
+        (
+            &["--accelerator", "h100", "--intent", "inference", "--service", "nope"],
+            "nvidia-tuned: service \"nope\" is not in the catalog; supported: ",
+        ),
+        (
+            &["--package", "tuning", "--accelerator", "h100", "--intent", "inference"],
+            "--package \"tuning\": no such catalog; the catalogs: nvidia-tuned, nvidia-tuning-gke",
+        ),
+        (
+            &["--accelerator", "h100", "--intent", "inference", "--os", "ubuntu"],
+            "--os: OS \"ubuntu\" is not ID:VERSION",
+        ),
+    ];
+    for (args, expected) in cases {
+        let out = profiles(&[&["show"], *args].concat());
+        let stderr = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(2), "{args:?}: {stderr}");
+        assert!(stderr.contains(expected), "{args:?}: {stderr}");
+        assert!(out.stdout.is_empty(), "{args:?}");
+    }
+}

@@ -1,0 +1,110 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The NVIDIA scenario, two boots for both NVIDIA packages: nvidia-tuned (accelerator
+//! h100, intent performance) installs tuned, deploys the profile chain and the running
+//! daemon activates it (its sysctls live); the reboot the package asks for brings its
+//! kernel arguments onto `/proc/cmdline`, and `tuned-adm verify` passes for real in
+//! post-interrupt-check; uninstall takes tuned, the profiles and the arguments back.
+//! Then nvidia-tuning-gke (h100 inference) sets its sysctls live on the same machine,
+//! skips the `kernel.sched_*` keys this kernel lacks with a warning, and its uninstall
+//! puts every value back.
+
+use crate::vm::Vm;
+
+/// Shared by both boots.
+const DEFINES: &str = r#"
+tracked="/etc /boot/grub/grub.cfg /var/lib/skyhook-packages"
+saved=/var/lib/vmtest
+args="init_on_alloc=0 pci=disable_acs_redir=pci:0:0 iommu=pt pci=realloc=off"
+arp="net.ipv4.conf.all.arp_announce net.ipv4.conf.default.arp_announce net.ipv4.conf.all.arp_ignore net.ipv4.conf.default.arp_ignore"
+sysctls() { sysctl -n $arp vm.swappiness | paste -sd' '; }
+"#;
+
+/// Boot 1: nvidia-tuned up to the interrupt.
+const INSTALL: &str = r#"
+mkdir -p $saved
+sysctls > $saved/sysctl
+keep $saved/sysctl sysctl-before
+snapshot $tracked > $saved/snapshot
+
+gpu --lifecycle --until-interrupt
+expect_eq "the tuned service" "$(systemctl is-active tuned)" active
+expect_eq "the active profile" "$(tuned-adm active)" "Current active profile: nvidia-h100-performance"
+expect_eq "nvidia-base's sysctls, live" "$(sysctl -n $arp | paste -sd' ')" "2 2 1 1"
+for a in $args; do
+    grep -qF -- "$a" /boot/grub/grub.cfg || fail "grub.cfg lacks $a"
+    ! on_cmdline "$a" || fail "$a on the command line before the reboot"
+done
+"#;
+
+/// Boot 2: after the reboot: nvidia-tuned's checks, its uninstall, then nvidia-tuning-gke.
+const AFTER_REBOOT: &str = r#"
+keep /proc/cmdline
+for a in $args; do on_cmdline "$a" || fail "$a is not on /proc/cmdline"; done
+tuned-adm verify || fail "tuned-adm verify fails after the reboot"
+gpu post-interrupt
+expect_untouched "config again, same configMap" "$tracked" gpu config
+
+gpu uninstall
+expect_eq "tuned after uninstall" "$(dpkg_status tuned)" not-installed
+expect_gone /etc/tuned/nvidia-h100-performance /etc/tuned/nvidia-acs-disable /etc/tuned/nvidia-base
+! grep -qF "iommu=pt" /boot/grub/grub.cfg || fail "grub.cfg still has the profile's arguments"
+expect_eq "kernel parameters put back" "$(sysctls)" "$(cat $saved/sysctl)"
+expect_same_snapshot "after nvidia-tuned's uninstall" $saved/snapshot $tracked
+
+gke config
+gke config-check
+gke post-interrupt
+expect_eq "nvidia-tuning-gke's sysctls, live" "$(sysctls)" "2 2 1 1 1"
+[ ! -e /proc/sys/kernel/sched_latency_ns ] || fail "this kernel has kernel.sched_latency_ns: the scenario's premise is gone"
+gke uninstall
+expect_eq "kernel parameters put back" "$(sysctls)" "$(cat $saved/sysctl)"
+expect_same_snapshot "after nvidia-tuning-gke's uninstall" $saved/snapshot $tracked
+"#;
+
+#[test]
+#[ignore = "VM tier: needs root, the Debian mirror and minutes; cargo test -p skyhook-pkg --test vm -- --ignored"]
+fn nvidia() {
+    let mut vm = Vm::new("nvidia");
+    vm.timeout(std::time::Duration::from_secs(600)); // apt under TCG
+    vm.define(DEFINES)
+        .package(
+            "gpu",
+            "nvidia-tuned",
+            &[("accelerator", "h100"), ("intent", "performance")],
+        )
+        .package(
+            "gke",
+            "nvidia-tuning-gke",
+            &[("accelerator", "h100"), ("intent", "inference")],
+        );
+
+    let install = vm.boot("install", INSTALL);
+    install.expect_running();
+    install
+        .script
+        .success()
+        .expect_step("apply", 0)
+        .expect_step("config", 0)
+        .expect_step("config-check", 0)
+        .expect_output("[interrupt] stopping here; the package said its change needs: {type: reboot}");
+
+    let after = vm.boot("after-reboot", AFTER_REBOOT);
+    after.expect_running();
+    after
+        .script
+        .success()
+        .expect_step("post-interrupt-check", 0)
+        .expect_output("tuned-adm verify: the system settings match")
+        .expect_output("kernel.sched_latency_ns")
+        .expect_step("uninstall", 0);
+    let cmdline = after.file("cmdline");
+    assert!(
+        cmdline.contains("iommu=pt") && cmdline.contains("init_on_alloc=0"),
+        "{cmdline}"
+    );
+    assert_ne!(
+        install.file("sysctl-before").trim(),
+        "2 2 1 1 1",
+        "the guest's own values differ from the packages' (the scenario's premise)"
+    );
+}

@@ -1,0 +1,145 @@
+// SPDX-License-Identifier: Apache-2.0
+//! What this node gets: the configMap read, the accelerator chosen (by name or
+//! `auto`), the OS override or common fallback picked from `/etc/os-release`, the
+//! catalog rendered, optional sysctls this kernel lacks left out. The result is the
+//! tuned engine's request: profiles and `tuned_profile` in memory, plus files.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+
+use skyhook_core::{ConfigMaps, Error, Host, Interrupt, Result, Step};
+
+use crate::accelerator;
+use crate::catalog::{Catalog, Choice, OsEntry, Rendered, without_sysctls};
+use crate::request::Request;
+
+/// The desired state of the node.
+#[derive(Debug, Clone)]
+pub struct Desired {
+    /// The combination chosen.
+    pub choice: Choice,
+    /// The rendered profiles and files.
+    pub rendered: Rendered,
+}
+
+impl Desired {
+    /// Reads the configMap and the node and renders the catalog; logs each choice.
+    pub fn read(step: &Step, catalog: &Catalog) -> Result<Self> {
+        let request = Request::read(&step.configmaps, &catalog.manifest)?;
+        let accelerator = accelerator::choose(&request.accelerator, step, &catalog.manifest.accelerators)?;
+        let os = step.os_release()?;
+        let os = OsEntry {
+            id: os.id(),
+            version: os.version_id().to_string(),
+        };
+        match catalog.os_dir(&os) {
+            Some(dir) => log::info!(
+                "OS {} {}: the catalog's overrides in {dir} apply, the common profiles otherwise",
+                os.id,
+                os.version
+            ),
+            None => log::info!(
+                "OS {} {}: the catalog has no override for it; the common profiles apply",
+                os.id,
+                os.version
+            ),
+        }
+        let choice = Choice {
+            accelerator,
+            intent: request.intent,
+            service: request.service,
+            os: Some(os),
+        };
+        let mut rendered = catalog.render(&choice).map_err(|e| Error::input(e.to_string()))?;
+        drop_missing_sysctls(&step.host, &catalog.manifest.optional_sysctls, &mut rendered)?;
+        let chain: Vec<String> = rendered
+            .profiles
+            .iter()
+            .map(|p| format!("{} ({})", p.name, p.source))
+            .collect();
+        log::info!(
+            "tuned profile {} and its include chain: {}",
+            rendered.active,
+            chain.join(" → ")
+        );
+        Ok(Desired { choice, rendered })
+    }
+
+    /// The tuned engine's request: each profile as a key, `tuned_profile` the active one.
+    pub fn configmaps(&self) -> ConfigMaps {
+        let profiles = self
+            .rendered
+            .profiles
+            .iter()
+            .map(|p| (p.name.clone(), p.text.clone().into_bytes()));
+        let active = std::iter::once((
+            tuned::plan::PROFILE_KEY.to_string(),
+            self.rendered.active.clone().into_bytes(),
+        ));
+        ConfigMaps::from_entries(profiles.chain(active))
+    }
+
+    /// The files deployed with the profiles, by host path.
+    pub fn files(&self) -> BTreeMap<PathBuf, Vec<u8>> {
+        self.rendered
+            .files
+            .iter()
+            .map(|(f, b)| (f.path.clone(), b.clone()))
+            .collect()
+    }
+
+    /// The interrupt the files need when `host` does not hold them yet (read before
+    /// config deploys them), each logged with when it takes effect.
+    pub fn files_interrupt(&self, host: &Host) -> Result<Interrupt> {
+        let mut needs = Interrupt::NoOp;
+        for (file, bytes) in &self.rendered.files {
+            if host.read(&file.path)?.as_deref() == Some(bytes.as_slice()) {
+                continue;
+            }
+            log::info!("{} takes effect {}", file.path.display(), file.takes_effect);
+            needs = needs.combine(if file.needs_reboot {
+                Interrupt::Reboot
+            } else if file.path.starts_with("/etc/systemd/system/containerd.service.d") {
+                Interrupt::service(["containerd"])
+            } else {
+                Interrupt::NoOp
+            });
+        }
+        Ok(needs)
+    }
+}
+
+/// Leaves out the optional sysctls this kernel lacks, with a warning naming the key
+/// and the kernel. A host without `/proc/sys/kernel` (a chroot) cannot tell: they stay.
+fn drop_missing_sysctls(host: &Host, optional: &[String], rendered: &mut Rendered) -> Result<()> {
+    if !host.is_dir("/proc/sys/kernel") {
+        return Ok(());
+    }
+    let missing: Vec<&str> = optional
+        .iter()
+        .map(String::as_str)
+        .filter(|k| !host.exists(format!("/proc/sys/{}", k.replace('.', "/"))))
+        .collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    let kernel = host
+        .read_to_string("/proc/sys/kernel/osrelease")?
+        .map_or_else(|| "this kernel".to_string(), |k| format!("kernel {}", k.trim()));
+    for p in &mut rendered.profiles {
+        let kept = without_sysctls(&p.text, &missing);
+        for key in &missing {
+            if p.text
+                .lines()
+                .any(|l| l.split_once('=').is_some_and(|(k, _)| k.trim() == *key))
+            {
+                log::warn!(
+                    "sysctl {key} (profile {}) is left out: {kernel} does not have it (an optional key of the catalog)",
+                    p.name
+                );
+            }
+        }
+        p.text = kept;
+    }
+    Ok(())
+}

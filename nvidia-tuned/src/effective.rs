@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The effective settings of a catalog combination, for review before rollout
+//! (`skyhook-pkg profiles show`) and for the catalog fixtures: the rendered include
+//! chain merged the way tuned merges it (an including profile's option replaces the
+//! included one's), each setting with the profile it comes from.
+
+use crate::catalog::{Catalog as Embedded, Choice, OsEntry, Rendered};
+use skyhook_core::profile::{Catalog, CatalogError, Effective, OsVersion, Selection, Setting, SettingKind};
+
+use crate::catalog::CatalogError as Missing;
+
+/// The package's catalog as the core's [`Catalog`] trait sees it.
+pub struct NvidiaTuned(Embedded);
+
+/// The embedded catalog of nvidia-tuned (used by `skyhook-pkg profiles` and lint).
+pub fn catalog() -> impl Catalog {
+    NvidiaTuned(Embedded::embedded())
+}
+
+fn to_choice(s: &Selection) -> Choice {
+    Choice {
+        accelerator: s.accelerator.clone(),
+        intent: s.intent.clone(),
+        service: s.service.clone(),
+        os: s.os.as_ref().map(|o| OsEntry {
+            id: o.id.clone(),
+            version: o.version.clone(),
+        }),
+    }
+}
+
+impl Catalog for NvidiaTuned {
+    fn package(&self) -> &'static str {
+        "nvidia-tuned"
+    }
+
+    fn combinations(&self) -> Vec<Selection> {
+        self.0
+            .combinations()
+            .into_iter()
+            .map(|c| Selection {
+                accelerator: c.accelerator,
+                intent: c.intent,
+                service: c.service,
+                os: c.os.map(|o| OsVersion {
+                    id: o.id,
+                    version: o.version,
+                }),
+            })
+            .collect()
+    }
+
+    fn effective(&self, selection: &Selection) -> Result<Effective, CatalogError> {
+        let m = &self.0.manifest;
+        let rendered = self.0.render(&to_choice(selection)).map_err(|e| match e {
+            Missing::Accelerator(given, _) => CatalogError::unknown_accelerator(&given, &m.accelerators),
+            Missing::Intent(given, _) => CatalogError::unknown_intent(&given, &m.intents),
+            Missing::Service(given, _) => CatalogError::unknown_service(&given, &m.services.keys().collect::<Vec<_>>()),
+            Missing::Missing { .. } => CatalogError::Data {
+                source_file: "nvidia-tuned/catalog".into(),
+                reason: e.to_string(),
+            },
+        })?;
+        Ok(settings_of(&rendered, &self.0.manifest.optional_sysctls))
+    }
+}
+
+/// The kind of one tuned option, and whether it needs a reboot.
+fn classify(section: &str, option: &str, value: &str) -> Option<(SettingKind, bool)> {
+    Some(match section {
+        "main" => return None,
+        "sysctl" => (SettingKind::Sysctl, false),
+        "bootloader" if value.contains("hugepages") => (SettingKind::HugePages, true),
+        "bootloader" => (SettingKind::KernelArgument, true),
+        "cpu" if option == "governor" => (SettingKind::CpuGovernor, false),
+        "modules" => (SettingKind::Module, false),
+        other => (SettingKind::Other(other.to_string()), false),
+    })
+}
+
+/// The merged settings of a rendered chain (base first), then its files.
+pub fn settings_of(rendered: &Rendered, optional: &[String]) -> Effective {
+    let mut settings: Vec<Setting> = Vec::new();
+    for profile in rendered.profiles.iter().rev() {
+        let conf = tuned::conf::Conf::parse(&profile.text).expect("catalog profiles parse (catalog test)");
+        for section in &conf.sections {
+            for opt in &section.options {
+                let Some((kind, needs_reboot)) = classify(&section.name, &opt.name, &opt.value) else {
+                    continue;
+                };
+                let setting = Setting {
+                    optional: kind == SettingKind::Sysctl && optional.contains(&opt.name),
+                    kind,
+                    key: opt.name.clone(),
+                    value: opt.value.clone(),
+                    source: format!("{} ({})", profile.name, profile.source),
+                    needs_reboot,
+                };
+                settings.retain(|s| !(s.key == setting.key && same_section(s, &setting)));
+                settings.push(setting);
+            }
+        }
+    }
+    for (file, bytes) in &rendered.files {
+        settings.push(Setting {
+            kind: SettingKind::DropIn,
+            key: file.path.display().to_string(),
+            value: String::from_utf8_lossy(bytes).lines().collect::<Vec<_>>().join("\\n"),
+            source: format!("catalog/files/{} ({})", file.source, file.takes_effect),
+            needs_reboot: file.needs_reboot,
+            optional: false,
+        });
+    }
+    Effective {
+        profile: rendered.active.clone(),
+        settings,
+    }
+}
+
+fn same_section(a: &Setting, b: &Setting) -> bool {
+    let group = |k: &SettingKind| match k {
+        SettingKind::HugePages | SettingKind::KernelArgument => 0,
+        SettingKind::Sysctl => 1,
+        SettingKind::Module => 2,
+        SettingKind::CpuGovernor => 3,
+        SettingKind::DropIn => 4,
+        SettingKind::Service => 5,
+        SettingKind::Other(_) => 6,
+    };
+    group(&a.kind) == group(&b.kind)
+}

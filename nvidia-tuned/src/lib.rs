@@ -1,0 +1,162 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The nvidia-tuned package: NVIDIA's tuned profiles per accelerator × workload
+//! intent × cloud service × OS version, chosen per node, on the tuned package's
+//! engine in process. The configMap keys (`accelerator`, `intent`, `service`), the
+//! profile names and include chain are the original's (see README.md).
+//!
+//! Modules: [`catalog`] the embedded profile catalog, [`request`] the configMap keys,
+//! [`accelerator`] the node's accelerator, [`desired`] the tuned request for this
+//! node, [`main_conf`] the tuned-main.conf options, [`legacy`] what the bash version left, [`effective`] the reviewable
+//! settings of each combination (`skyhook_core::profile::Catalog`).
+
+pub mod accelerator;
+pub mod catalog;
+pub mod desired;
+pub mod effective;
+pub mod legacy;
+pub mod main_conf;
+pub mod request;
+
+use skyhook_core::host::systemd::Systemd;
+use skyhook_core::os::pkgmgr::Retry;
+use skyhook_core::records::state::StateStore;
+use skyhook_core::runtime::run::Handler;
+use skyhook_core::{ConfigMaps, Error, Mode, Outcome, Package, Result, Step};
+use tuned::check::Verify;
+
+use crate::catalog::Catalog;
+use crate::desired::Desired;
+
+pub use crate::effective::catalog;
+
+/// The nvidia-tuned package.
+pub struct NvidiaTuned;
+
+impl Package for NvidiaTuned {
+    const KIND: &'static str = "nvidia-tuned";
+    const VERSION: &'static str = env!("CARGO_PKG_VERSION");
+    const MODES: &'static [(Mode, Handler)] = &[
+        (Mode::Apply, |s| {
+            tuned::service::install(&engine(s, ConfigMaps::default()))
+        }),
+        (Mode::ApplyCheck, |s| {
+            tuned::service::install_check(&engine(s, ConfigMaps::default())).map(|()| Outcome::done())
+        }),
+        (Mode::Config, config),
+        (Mode::ConfigCheck, |s| check(s, Verify::InterruptMayExcuse)),
+        (Mode::PostInterruptCheck, |s| check(s, Verify::Required)),
+        (Mode::Upgrade, |s| {
+            tuned::service::install(&engine(s, ConfigMaps::default()))
+        }),
+        (Mode::UpgradeCheck, |s| {
+            tuned::service::install_check(&engine(s, ConfigMaps::default())).map(|()| Outcome::done())
+        }),
+        (Mode::Uninstall, uninstall),
+        (Mode::UninstallCheck, uninstall_check),
+    ];
+    const NEEDS_PERSISTENT_ETC: bool = true;
+}
+
+/// The step the tuned engine runs: this package's kind, context and host, with the
+/// request in tuned's own keys.
+fn engine(step: &Step, configmaps: ConfigMaps) -> Step {
+    Step::new(step.kind(), step.ctx.clone(), step.host.clone(), configmaps)
+}
+
+fn main_conf_store(step: &Step) -> StateStore<'_> {
+    StateStore::new(&step.host, main_conf::STATE_KIND, step.ctx.package_name())
+}
+
+/// config: choose and render, hand the request to tuned (validation, deploy,
+/// reconcile, activation), set tuned-main.conf's options (restarting tuned when they
+/// change), say which interrupt the change needs.
+fn config(step: &Step) -> Result<Outcome> {
+    let catalog = Catalog::embedded();
+    let desired = Desired::read(step, &catalog)?;
+    let files_need = desired.files_interrupt(&step.host)?;
+    let outcome = tuned::config_with(&engine(step, desired.configmaps()), &desired.files())?;
+    let layout = tuned::layout::Tuned::detect(&step.host)?;
+    let ours = desired
+        .rendered
+        .profiles
+        .iter()
+        .map(|p| layout.profile_file(&p.name))
+        .collect();
+    legacy::remove(&step.host, &catalog, &ours)?;
+    let options = &catalog.manifest.tuned_main;
+    let store = main_conf_store(step);
+    if main_conf::apply(&step.host, &store, options)? {
+        let systemd = Systemd::new(&step.host);
+        if systemd.is_running() {
+            systemd.restart(tuned::service::TUNED)?;
+            log::info!("restarted tuned so that it reads {}", main_conf::MAIN_CONF);
+        } else {
+            log::info!(
+                "systemd is not running: tuned reads {} when it starts",
+                main_conf::MAIN_CONF
+            );
+        }
+        main_conf::restarted(&store)?;
+    }
+    let needs = outcome
+        .interrupt
+        .unwrap_or(skyhook_core::Interrupt::NoOp)
+        .combine(files_need);
+    Ok(Outcome::needs(needs))
+}
+
+/// config-check / post-interrupt-check: tuned's checks of the same request, and the
+/// tuned-main.conf options.
+fn check(step: &Step, verify: Verify) -> Result<Outcome> {
+    let catalog = Catalog::embedded();
+    let desired = Desired::read(step, &catalog)?;
+    let engine_result = tuned::check::config_check_with(&engine(step, desired.configmaps()), verify, &desired.files());
+    if !main_conf::holds(&step.host, &catalog.manifest.tuned_main)? {
+        let mut unmet = match engine_result {
+            Err(Error::Check(v)) => v,
+            Err(e) => return Err(e),
+            Ok(()) => Vec::new(),
+        };
+        unmet.push(format!(
+            "{} does not set {:?} (config sets it)",
+            main_conf::MAIN_CONF,
+            catalog.manifest.tuned_main
+        ));
+        return Err(Error::Check(unmet));
+    }
+    engine_result.map(|()| Outcome::done())
+}
+
+/// uninstall: tuned-main.conf back as it was, then tuned's uninstall (service,
+/// every deployed profile and file, the packages apply installed), then what the
+/// bash version left. Works without the configMap (older operators): all of it goes
+/// by this package's records and the catalog.
+fn uninstall(step: &Step) -> Result<Outcome> {
+    // tuned's uninstall reads these first; read them before any change here too.
+    Retry::from_env()?;
+    step.os_release()?.family()?;
+    main_conf::restore(&step.host, &main_conf_store(step))?;
+    let outcome = tuned::service::uninstall(&engine(step, ConfigMaps::default()))?;
+    legacy::remove(&step.host, &Catalog::embedded(), &Default::default())?;
+    Ok(outcome)
+}
+
+/// uninstall-check: tuned's, and no recorded tuned-main.conf original left.
+fn uninstall_check(step: &Step) -> Result<Outcome> {
+    let store = main_conf_store(step);
+    let engine_result = tuned::service::uninstall_check(&engine(step, ConfigMaps::default()));
+    if store.exists() {
+        let mut unmet = match engine_result {
+            Err(Error::Check(v)) => v,
+            Err(e) => return Err(e),
+            Ok(()) => Vec::new(),
+        };
+        unmet.push(format!(
+            "the record of {} ({}) still exists: uninstall did not finish",
+            main_conf::MAIN_CONF,
+            store.file().display()
+        ));
+        return Err(Error::Check(unmet));
+    }
+    engine_result.map(|()| Outcome::done())
+}

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The configMap keys of the original nvidia-tuned: `accelerator` (required; a name
+//! or `auto`), `intent` (default from the manifest, `performance`), `service`
+//! (optional). Values are trimmed like the original's `xargs`; a value must be one
+//! word. Every problem is listed, naming the key, the line and an excerpt.
+
+use skyhook_core::runtime::error::{bad_line, excerpt};
+use skyhook_core::{ConfigMaps, Error, Result};
+
+use crate::catalog::Manifest;
+
+/// The key naming the accelerator (or `auto`).
+pub const ACCELERATOR_KEY: &str = "accelerator";
+/// The key naming the workload intent.
+pub const INTENT_KEY: &str = "intent";
+/// The key naming the cloud service.
+pub const SERVICE_KEY: &str = "service";
+/// The accelerator value that picks the accelerator on each node.
+pub const AUTO: &str = "auto";
+
+/// The configMap, read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// The accelerator as written (`auto` or a name).
+    pub accelerator: String,
+    /// The intent (the default when the key is absent or empty).
+    pub intent: String,
+    /// The service, when the key is present and not empty.
+    pub service: Option<String>,
+}
+
+/// The single word of `key`, `None` when absent or blank; a value of several words
+/// is a problem naming the line.
+fn word(configmaps: &ConfigMaps, key: &str, problems: &mut Vec<String>) -> Result<Option<String>> {
+    let text = match configmaps.text(key) {
+        Ok(Some(t)) => t,
+        Ok(None) => return Ok(None),
+        Err(Error::Input(mut p)) => {
+            problems.append(&mut p);
+            return Ok(None);
+        }
+        Err(e) => return Err(e),
+    };
+    let words: Vec<&str> = text.split_whitespace().collect();
+    match words.as_slice() {
+        [] => Ok(None),
+        [one] => Ok(Some((*one).to_string())),
+        [_, second, ..] => {
+            let line = text.lines().position(|l| l.contains(second)).unwrap_or(0) + 1;
+            problems.push(bad_line(key, line, second, "the value must be one word"));
+            Ok(None)
+        }
+    }
+}
+
+impl Request {
+    /// Reads the keys; names are checked against `manifest` (accelerators other than
+    /// `auto` here, the node's own choice later). Every problem is listed.
+    pub fn read(configmaps: &ConfigMaps, manifest: &Manifest) -> Result<Self> {
+        let mut problems = Vec::new();
+        let accelerator = word(configmaps, ACCELERATOR_KEY, &mut problems)?;
+        let intent = word(configmaps, INTENT_KEY, &mut problems)?;
+        let service = word(configmaps, SERVICE_KEY, &mut problems)?;
+        let mut names = manifest.accelerators.clone();
+        names.push(AUTO.into());
+        match &accelerator {
+            None if !configmaps.contains(ACCELERATOR_KEY) => problems.push(format!(
+                "configMap key {ACCELERATOR_KEY:?} is missing: set it to one of {}",
+                names.join(", ")
+            )),
+            None => problems.push(format!(
+                "configMap key {ACCELERATOR_KEY:?} is empty: set it to one of {}",
+                names.join(", ")
+            )),
+            Some(a) if !names.contains(a) => problems.push(unknown(ACCELERATOR_KEY, a, &names)),
+            Some(_) => {}
+        }
+        if let Some(i) = &intent
+            && !manifest.intents.contains(i)
+        {
+            problems.push(unknown(INTENT_KEY, i, &manifest.intents));
+        }
+        if let Some(s) = &service
+            && !manifest.services.contains_key(s)
+        {
+            let names: Vec<String> = manifest.services.keys().cloned().collect();
+            problems.push(unknown(SERVICE_KEY, s, &names));
+        }
+        for key in configmaps
+            .keys()
+            .filter(|k| ![ACCELERATOR_KEY, INTENT_KEY, SERVICE_KEY].contains(k))
+        {
+            log::warn!(
+                "configMap key {key:?} is not one of this package's keys (accelerator, intent, service); ignored"
+            );
+        }
+        if !problems.is_empty() {
+            return Err(Error::Input(problems));
+        }
+        Ok(Request {
+            accelerator: accelerator.unwrap_or_default(),
+            intent: intent.unwrap_or_else(|| manifest.default_intent.clone()),
+            service,
+        })
+    }
+}
+
+fn unknown(key: &str, value: &str, supported: &[String]) -> String {
+    format!(
+        "configMap key {key:?} line 1 ({}): not in the catalog; supported: {}",
+        excerpt(value),
+        supported.join(", ")
+    )
+}

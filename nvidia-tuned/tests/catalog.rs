@@ -1,0 +1,178 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The catalog: every combination renders, passes tuned's own validation (INI rules,
+//! names, kernel-argument characters), has a closed include chain, and gives the
+//! effective settings of the reviewed fixture `tests/fixtures/effective.txt`.
+//!
+//! The fixture was generated once (`cargo test -p nvidia-tuned --test catalog --
+//! --ignored write_fixture`) and reviewed against the original package's files; the
+//! comparing test never writes it.
+
+use std::collections::BTreeSet;
+use std::fmt::Write as _;
+
+use nvidia_tuned::catalog::Catalog as Embedded;
+use skyhook_core::profile::{Catalog, OsVersion, Selection};
+
+const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/effective.txt");
+
+/// What the catalog ships: one row per accelerator, intent, service and OS version.
+const ACCELERATORS: &[&str] = &["h100", "gb200"];
+const INTENTS: &[&str] = &["performance", "inference", "multiNodeTraining"];
+const SERVICES: &[&str] = &["eks"];
+const OS_VERSIONS: &[(&str, &str)] = &[
+    ("ubuntu", "22.04"),
+    ("ubuntu", "24.04"),
+    ("debian", "11"),
+    ("debian", "12"),
+    ("rhel", "9"),
+];
+
+#[test]
+fn the_manifest_ships_the_rows_of_this_table() {
+    let m = Embedded::embedded().manifest;
+    assert_eq!(m.accelerators, ACCELERATORS);
+    assert_eq!(m.intents, INTENTS);
+    assert_eq!(m.services.keys().collect::<Vec<_>>(), SERVICES);
+    let oses: Vec<(&str, &str)> = m
+        .os_versions
+        .iter()
+        .map(|o| (o.id.as_str(), o.version.as_str()))
+        .collect();
+    assert_eq!(oses, OS_VERSIONS);
+    let combos = nvidia_tuned::catalog().combinations();
+    assert_eq!(
+        combos.len(),
+        ACCELERATORS.len() * INTENTS.len() * (1 + SERVICES.len()) * (1 + OS_VERSIONS.len())
+    );
+}
+
+#[test]
+fn every_combination_renders_validates_with_tuned_and_has_a_closed_include_chain() {
+    let catalog = Embedded::embedded();
+    let mut used = BTreeSet::new();
+    for choice in catalog.combinations() {
+        let r = catalog.render(&choice).unwrap_or_else(|e| panic!("{choice:?}: {e}"));
+        let names: Vec<&str> = r.profiles.iter().map(|p| p.name.as_str()).collect();
+        assert_eq!(names[0], r.active, "{choice:?}: the chain starts at the active profile");
+        assert_eq!(
+            names.last(),
+            Some(&"nvidia-base"),
+            "{choice:?}: the chain ends at the base"
+        );
+        for p in &r.profiles {
+            let conf = tuned::conf::Conf::parse(&p.text).unwrap_or_else(|e| panic!("{}: {e:?}", p.source));
+            if let Some(inc) = conf.include() {
+                assert!(
+                    names.contains(&inc.value.trim()),
+                    "{}: include {} not in the chain",
+                    p.source,
+                    inc.value
+                );
+            }
+            used.insert(format!("profiles/{}", p.source));
+        }
+        for (f, _) in &r.files {
+            used.insert(format!("files/{}", f.source));
+        }
+        let request = skyhook_core::ConfigMaps::from_entries(
+            r.profiles
+                .iter()
+                .map(|p| (p.name.clone(), p.text.clone().into_bytes()))
+                .chain([("tuned_profile".to_string(), r.active.clone().into_bytes())]),
+        );
+        if let Err(e) = tuned::plan::validate(&request) {
+            panic!("{choice:?}: tuned refuses the rendered profiles: {e}");
+        }
+    }
+    let shipped: BTreeSet<String> = catalog
+        .paths()
+        .filter(|p| *p != "manifest.json")
+        .map(String::from)
+        .collect();
+    let unused: Vec<&String> = shipped.difference(&used).collect();
+    assert!(unused.is_empty(), "catalog files no combination uses: {unused:?}");
+}
+
+/// The effective settings of every combination, one block each.
+fn render_all() -> String {
+    let catalog = nvidia_tuned::catalog();
+    let mut out = String::new();
+    for s in catalog.combinations() {
+        let e = catalog.effective(&s).unwrap();
+        writeln!(out, "## {s}: profile {}, needs reboot: {}", e.profile, e.needs_reboot()).unwrap();
+        for st in &e.settings {
+            let flags = match (st.needs_reboot, st.optional) {
+                (true, _) => " [reboot]",
+                (false, true) => " [optional]",
+                _ => "",
+            };
+            writeln!(
+                out,
+                "{}: {} = {}  <- {}{flags}",
+                st.kind.heading(),
+                st.key,
+                st.value,
+                st.source
+            )
+            .unwrap();
+        }
+        out.push('\n');
+    }
+    out
+}
+
+#[test]
+fn every_combination_gives_the_reviewed_effective_settings() {
+    let expected = std::fs::read_to_string(FIXTURE).expect("the fixture is checked in");
+    let actual = render_all();
+    if actual != expected {
+        let first = actual.lines().zip(expected.lines()).position(|(a, b)| a != b);
+        panic!(
+            "the effective settings differ from {FIXTURE} (first differing line {:?}); review the change \
+             and regenerate with --ignored write_fixture",
+            first.map(|i| i + 1)
+        );
+    }
+}
+
+#[test]
+fn the_os_fallback_and_the_service_version_show_in_the_sources() {
+    let catalog = nvidia_tuned::catalog();
+    let sel = |service: Option<&str>, os: (&str, &str)| Selection {
+        accelerator: "h100".into(),
+        intent: "inference".into(),
+        service: service.map(String::from),
+        os: Some(OsVersion {
+            id: os.0.into(),
+            version: os.1.into(),
+        }),
+    };
+    let source_of = |s: &Selection, key: &str| {
+        let e = catalog.effective(s).unwrap();
+        e.settings.iter().find(|x| x.key == key).map(|x| x.source.clone())
+    };
+    assert_eq!(
+        source_of(&sel(None, ("ubuntu", "22.04")), "cmdline_hugepages").unwrap(),
+        "nvidia-h100-inference (os/ubuntu/22.04/nvidia-h100-inference.conf)"
+    );
+    assert_eq!(source_of(&sel(None, ("ubuntu", "22.04")), "cmdline_isolcpus"), None);
+    assert_eq!(
+        source_of(&sel(None, ("rhel", "9.4")), "cmdline_isolcpus").unwrap(),
+        "nvidia-h100-inference (os/common/nvidia-h100-inference.conf)"
+    );
+    assert_eq!(
+        source_of(&sel(Some("eks"), ("ubuntu", "24.04")), "kernel.sched_latency_ns"),
+        None
+    );
+    let unknown = catalog.effective(&Selection {
+        accelerator: "a100".into(),
+        ..sel(None, ("ubuntu", "24.04"))
+    });
+    assert!(unknown.unwrap_err().to_string().contains("supported: h100, gb200"));
+}
+
+#[test]
+#[ignore = "writes the fixture; run once, then review the diff"]
+fn write_fixture() {
+    std::fs::write(FIXTURE, render_all()).unwrap();
+}

@@ -1,0 +1,106 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The hostile-input corpus: the three configMap keys and the environment, fed what
+//! a careful attacker would try, on a node where apply and config already ran. Each
+//! case must exit 2 without a panic, print under 64 KiB naming the key (the line and
+//! an excerpt where there is one) and leave the node byte-identical
+//! (skyhook_testkit::hostile). Each table is data: add a row to add a case.
+
+#[path = "../../tuned/tests/common/mod.rs"]
+mod common;
+
+use common::*;
+use skyhook_testkit::Node;
+use skyhook_testkit::hostile::{self, Case, Corpus};
+
+/// One bad value: (what it tries, the key, the value, the line named, an excerpt the
+/// message quotes; empty for bytes a message can only show escaped).
+type Row = (&'static str, &'static str, &'static [u8], usize, &'static str);
+
+const VALUES: &[Row] = &[
+    ("traversal", "accelerator", b"../../etc/shadow", 1, "../../etc/shadow"),
+    ("shell", "accelerator", b"$(reboot)", 1, "$(reboot)"),
+    ("NUL", "accelerator", b"h100\0", 1, "h100"),
+    ("BOM", "accelerator", b"\xef\xbb\xbfh100", 1, "h100"),
+    ("not UTF-8", "accelerator", b"h1\xff0", 1, ""),
+    ("two words", "accelerator", b"h100 gb200", 1, "gb200"),
+    ("a second line", "accelerator", b"h100\n;reboot", 2, ";reboot"),
+    ("upper case", "accelerator", b"H100", 1, "H100"),
+    (
+        "a profile name",
+        "accelerator",
+        b"nvidia-h100-performance",
+        1,
+        "nvidia-h100-performance",
+    ),
+    ("traversal", "intent", b"../inference", 1, "../inference"),
+    (
+        "a profile name",
+        "intent",
+        b"nvidia-h100-inference",
+        1,
+        "nvidia-h100-inference",
+    ),
+    ("lower case", "intent", b"multinodetraining", 1, "multinodetraining"),
+    ("not UTF-8", "intent", b"\xc3\x28", 1, ""),
+    ("a second line", "intent", b"inference\nperformance", 2, "performance"),
+    ("traversal", "service", b"../eks", 1, "../eks"),
+    ("shell", "service", b"eks;reboot", 1, "eks;reboot"),
+    ("unknown service", "service", b"gke", 1, "gke"),
+    ("NUL", "service", b"eks\0", 1, "eks"),
+];
+
+fn configured() -> Node {
+    let node = debian(Some("2.21.0"));
+    node.configmap("accelerator", "h100").configmap("intent", "inference");
+    node.run("config").expect_code(0);
+    node
+}
+
+fn corpus(cases: Vec<Case>) {
+    let node = configured();
+    let report = Corpus::new(&node).run(&cases);
+    eprintln!("nvidia-tuned corpus: {} case(s)", report.cases);
+    report.assert_passed();
+}
+
+#[test]
+fn hostile_values_are_refused() {
+    let mut cases: Vec<Case> = VALUES
+        .iter()
+        .map(|(what, key, value, line, excerpt)| {
+            let case = Case::new(&format!("{key}: {what}"), "config")
+                .key(key, value)
+                .line(*line);
+            if excerpt.is_empty() { case } else { case.says(excerpt) }
+        })
+        .collect();
+    let long = "x".repeat(900 << 10);
+    cases.push(
+        Case::new("accelerator: one 900 KB word", "config")
+            .key("accelerator", &long)
+            .line(1),
+    );
+    cases.push(
+        Case::new("intent: one 900 KB word", "config")
+            .key("intent", &long)
+            .line(1),
+    );
+    corpus(cases);
+}
+
+#[test]
+fn configmap_files_that_are_not_plain_values_are_refused() {
+    let mut cases = Vec::new();
+    for key in ["accelerator", "intent", "service"] {
+        cases.extend(hostile::file_cases(key, "config", "h100 "));
+    }
+    corpus(cases);
+}
+
+#[test]
+fn hostile_environment_is_refused() {
+    let mut cases = hostile::environment_cases("config");
+    cases.extend(hostile::package_manager_cases("uninstall"));
+    cases.extend(hostile::version_cases("upgrade"));
+    corpus(cases);
+}

@@ -1,0 +1,51 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Crash consistency: config (first deploy with a service, its files and the
+//! tuned-main.conf edit; a reconcile to another intent) and uninstall are killed at
+//! their mutating system calls (skyhook_testkit::killpoint), rerun, and must end
+//! exactly where an uninterrupted run ends, with the check mode passing.
+
+#[path = "../../tuned/tests/common/mod.rs"]
+mod common;
+
+use common::*;
+use skyhook_testkit::Node;
+use skyhook_testkit::killpoint::KillPoints;
+
+/// Kill points per scenario (past this, every Nth).
+const AT_MOST: usize = 200;
+
+fn campaign(node: &Node, mode: &str, check: &str) {
+    let report = KillPoints::new(node, mode).check(check).at_most(AT_MOST).run();
+    eprintln!("nvidia-tuned {report}");
+    report.assert_converged();
+}
+
+fn configured_node() -> Node {
+    let node = debian(None);
+    node.run("apply").expect_code(0);
+    node.file("/etc/tuned/tuned-main.conf", "daemon = 1\nreapply_sysctl = 1\n");
+    node.configmap("accelerator", "gb200")
+        .configmap("intent", "inference")
+        .configmap("service", "eks");
+    node
+}
+
+#[test]
+fn config_deploying_a_service_combination_converges_after_a_kill() {
+    campaign(&configured_node(), "config", "config-check");
+}
+
+#[test]
+fn config_reconciling_to_another_intent_converges_after_a_kill() {
+    let node = configured_node();
+    node.run("config").expect_code(0);
+    node.configmap("intent", "multiNodeTraining");
+    campaign(&node, "config", "config-check");
+}
+
+#[test]
+fn uninstall_converges_after_a_kill() {
+    let node = configured_node();
+    node.run("config").expect_code(0);
+    campaign(&node, "uninstall", "uninstall-check");
+}

@@ -1,0 +1,172 @@
+// SPDX-License-Identifier: Apache-2.0
+//! What the SCR asks for, as the original package read it: configMap keys
+//! `accelerator` (a catalog name or `auto`) and `intent`, environment variable
+//! `USE_CONTAINERD` (`true` adds the profile's containerd drop-in). Every problem
+//! is collected and is bad input (exit 2); keys this package does not read are
+//! named in a warning and ignored, as the original ignored them.
+
+use skyhook_core::runtime::error::excerpt;
+use skyhook_core::{ConfigMaps, Error, Result};
+
+/// The configMap key naming the accelerator.
+pub const ACCELERATOR: &str = "accelerator";
+/// The configMap key naming the workload intent.
+pub const INTENT: &str = "intent";
+/// The environment variable that turns the containerd drop-in on.
+pub const USE_CONTAINERD: &str = "USE_CONTAINERD";
+
+/// The validated request.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request {
+    /// The accelerator as given (a name or `auto`), trimmed.
+    pub accelerator: String,
+    /// The intent, trimmed.
+    pub intent: String,
+    /// Whether the profile's containerd drop-in is wanted.
+    pub use_containerd: bool,
+}
+
+impl Request {
+    /// Reads the configMap and the value of `USE_CONTAINERD` (`None` when unset).
+    pub fn read(cm: &ConfigMaps, use_containerd: Option<&str>) -> Result<Request> {
+        let mut problems = Vec::new();
+        let accelerator = required(cm, ACCELERATOR, "a catalog accelerator name, or auto", &mut problems);
+        let intent = required(cm, INTENT, "a workload intent such as inference", &mut problems);
+        let use_containerd = match use_containerd.map(str::trim) {
+            None | Some("") | Some("false") => false,
+            Some("true") => true,
+            Some(other) => {
+                problems.push(format!(
+                    "environment variable {USE_CONTAINERD} is {}; it must be true (add the profile's containerd \
+                     drop-in) or false (the default); fix the env entry of the package in the SCR",
+                    excerpt(other)
+                ));
+                false
+            }
+        };
+        for key in cm.keys().filter(|k| ![ACCELERATOR, INTENT].contains(k)) {
+            log::warn!(
+                "configMap key {key:?} is not one nvidia-tuning-gke reads (it reads {ACCELERATOR} and {INTENT}; \
+                 the settings come from its catalog): ignored"
+            );
+        }
+        match (accelerator, intent) {
+            (Some(accelerator), Some(intent)) if problems.is_empty() => Ok(Request {
+                accelerator,
+                intent,
+                use_containerd,
+            }),
+            _ => Err(Error::Input(problems)),
+        }
+    }
+}
+
+/// The trimmed value of `key`, or a problem naming the key and what it must hold.
+fn required(cm: &ConfigMaps, key: &str, what: &str, problems: &mut Vec<String>) -> Option<String> {
+    let text = match cm.text(key) {
+        Ok(t) => t,
+        Err(Error::Input(p)) => {
+            problems.extend(p);
+            return None;
+        }
+        Err(e) => {
+            problems.push(e.to_string());
+            return None;
+        }
+    };
+    let value = text.map(str::trim).unwrap_or_default();
+    let bad = |why: &str| format!("configMap key {key:?} {why}; it must be {what} (fix the SCR's configMap)");
+    if text.is_none() {
+        problems.push(bad("is missing"));
+        None
+    } else if value.is_empty() {
+        problems.push(bad("is empty"));
+        None
+    } else if value.lines().count() > 1 || value.len() > 64 {
+        problems.push(bad(&format!("is {}, not one name", excerpt(value))));
+        None
+    } else {
+        Some(value.to_string())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(entries: &[(&str, &str)], env: Option<&str>) -> Result<Request> {
+        Request::read(&ConfigMaps::from_entries(entries.iter().copied()), env)
+    }
+
+    #[test]
+    fn values_are_trimmed_as_the_original_did() {
+        let r = read(&[("accelerator", " gb200\n"), ("intent", "inference\n")], Some("true")).unwrap();
+        assert_eq!(
+            r,
+            Request {
+                accelerator: "gb200".into(),
+                intent: "inference".into(),
+                use_containerd: true
+            }
+        );
+        assert!(
+            !read(&[("accelerator", "h100"), ("intent", "x")], None)
+                .unwrap()
+                .use_containerd
+        );
+        assert!(
+            !read(&[("accelerator", "h100"), ("intent", "x")], Some("false"))
+                .unwrap()
+                .use_containerd
+        );
+    }
+
+    #[test]
+    fn every_problem_is_reported_with_the_key_and_the_fix() {
+        type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>, &'a [&'a str]);
+        let cases: &[Case] = &[
+            (
+                &[("intent", "inference")],
+                None,
+                &["configMap key \"accelerator\" is missing; it must be a catalog accelerator name, or auto"],
+            ),
+            (
+                &[("accelerator", " \n"), ("intent", "")],
+                None,
+                &[
+                    "configMap key \"accelerator\" is empty",
+                    "configMap key \"intent\" is empty",
+                ],
+            ),
+            (
+                &[("accelerator", "h100\ngb200"), ("intent", "inference")],
+                None,
+                &["configMap key \"accelerator\" is \"h100\\ngb200\", not one name"],
+            ),
+            (
+                &[("accelerator", "h100"), ("intent", "inference")],
+                Some("yes"),
+                &["environment variable USE_CONTAINERD is \"yes\"; it must be true"],
+            ),
+        ];
+        for (entries, env, wanted) in cases {
+            let Err(Error::Input(p)) = read(entries, *env) else {
+                panic!("{entries:?} accepted")
+            };
+            assert_eq!(p.len(), wanted.len(), "{p:#?}");
+            for (got, want) in p.iter().zip(wanted.iter()) {
+                assert!(got.starts_with(want), "{got}\n  does not start with\n{want}");
+            }
+        }
+    }
+
+    #[test]
+    fn a_huge_value_is_quoted_as_a_bounded_excerpt() {
+        let huge = "x".repeat(100_000);
+        let Err(Error::Input(p)) = read(&[("accelerator", &huge), ("intent", "inference")], None) else {
+            panic!()
+        };
+        assert!(p[0].len() < 400, "{}", p[0]);
+        assert!(p[0].contains("(100000 bytes)"), "{}", p[0]);
+    }
+}
