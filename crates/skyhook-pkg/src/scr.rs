@@ -18,6 +18,20 @@ use crate::error::ToolError;
 /// The interrupt types an SCR may spell (the agent's wire names are not among them).
 pub const SCR_INTERRUPT_TYPES: [&str; 4] = ["reboot", "service", "restartAllServices", "noop"];
 
+/// Why an interrupt written in an SCR is refused.
+#[derive(Debug, thiserror::Error)]
+pub enum InterruptError {
+    /// A type the SCR does not accept (a typo, or the agent's wire name).
+    #[error("interrupt type {kind:?} is not one the SCR accepts ({})", SCR_INTERRUPT_TYPES.join(", "))]
+    UnknownType {
+        /// The type as written (empty when missing).
+        kind: String,
+    },
+    /// A known type with a bad shape (a service interrupt without services).
+    #[error(transparent)]
+    Shape(skyhook_core::Error),
+}
+
 /// One SCR file.
 #[derive(Debug, Clone)]
 pub struct Scr {
@@ -179,12 +193,12 @@ impl Scr {
 
 impl ScrEntry {
     /// The typed package-level interrupt (`None` when absent); an error names the spelling.
-    pub fn interrupt(&self) -> Result<Option<Interrupt>, String> {
+    pub fn interrupt(&self) -> Result<Option<Interrupt>, InterruptError> {
         self.interrupt.as_ref().map(parse_interrupt).transpose()
     }
 
     /// The typed configInterrupts.
-    pub fn config_interrupts(&self) -> Result<BTreeMap<String, Interrupt>, String> {
+    pub fn config_interrupts(&self) -> Result<BTreeMap<String, Interrupt>, InterruptError> {
         self.config_interrupts
             .iter()
             .map(|(k, v)| parse_interrupt(v).map(|i| (k.clone(), i)))
@@ -225,15 +239,12 @@ impl ScrEntry {
 }
 
 /// An interrupt in the SCR's spelling only (the agent's wire names are refused).
-pub fn parse_interrupt(value: &Value) -> Result<Interrupt, String> {
+pub fn parse_interrupt(value: &Value) -> Result<Interrupt, InterruptError> {
     let kind = value.get("type").and_then(Value::as_str).unwrap_or_default();
     if !SCR_INTERRUPT_TYPES.contains(&kind) {
-        return Err(format!(
-            "interrupt type {kind:?} is not one the SCR accepts ({})",
-            SCR_INTERRUPT_TYPES.join(", ")
-        ));
+        return Err(InterruptError::UnknownType { kind: kind.to_string() });
     }
-    Interrupt::from_json(value).map_err(|e| e.to_string())
+    Interrupt::from_json(value).map_err(InterruptError::Shape)
 }
 
 /// Whether configMap key `key` matches a configInterrupts key `pattern` (an exact
@@ -332,11 +343,17 @@ spec:
     #[test]
     fn only_the_scr_spelling_of_interrupts_is_accepted() {
         assert_eq!(
-            parse_interrupt(&json!({"type": "restartAllServices"})),
-            Ok(Interrupt::RestartAllServices)
+            parse_interrupt(&json!({"type": "restartAllServices"})).unwrap(),
+            Interrupt::RestartAllServices
         );
         let e = parse_interrupt(&json!({"type": "restart_all_services"})).unwrap_err();
-        assert!(e.contains("\"restart_all_services\" is not one the SCR accepts"), "{e}");
+        assert!(
+            matches!(&e, InterruptError::UnknownType { kind } if kind == "restart_all_services"),
+            "{e}"
+        );
+        let e = parse_interrupt(&json!({"type": "service", "services": []})).unwrap_err();
+        assert!(matches!(e, InterruptError::Shape(_)), "{e}");
+        assert!(e.to_string().contains("non-empty list"), "{e}");
     }
 
     #[test]

@@ -81,9 +81,28 @@ fn has_libstd(dir: &Path) -> bool {
     })
 }
 
+/// No toolchain has the standard library of a target: what was tried, and how to
+/// install one.
+#[derive(Debug, thiserror::Error)]
+#[error(
+    "no Rust standard library for {target}: neither {} nor {} has it. Run ci/setup-toolchain as root \
+     (it installs Debian's rustc-web with the target's libstd-rust-web-dev), or `rustup target add {target}` \
+     where rustup can download targets",
+    default.display(),
+    cross.display()
+)]
+pub struct NoStd {
+    /// The target triple.
+    pub target: String,
+    /// The default toolchain's compiler, tried first.
+    pub default: PathBuf,
+    /// The cross toolchain's compiler, tried next.
+    pub cross: PathBuf,
+}
+
 /// The toolchain that builds `target`: the default one when it has the target's
 /// standard library, else the cross toolchain when that has it.
-pub fn for_target(target: &str) -> Result<Rust, String> {
+pub fn for_target(target: &str) -> Result<Rust, NoStd> {
     let default = Rust::default_toolchain();
     if default.has_std(target) {
         return Ok(default);
@@ -92,13 +111,11 @@ pub fn for_target(target: &str) -> Result<Rust, String> {
     if cross.has_std(target) {
         return Ok(cross);
     }
-    Err(format!(
-        "no Rust standard library for {target}: neither {} nor {} has it. Run ci/setup-toolchain as root \
-         (it installs Debian's rustc-web with the target's libstd-rust-web-dev), or `rustup target add {target}` \
-         where rustup can download targets",
-        default.compiler().display(),
-        cross.compiler().display()
-    ))
+    Err(NoStd {
+        target: target.to_string(),
+        default: default.compiler(),
+        cross: cross.compiler(),
+    })
 }
 
 #[cfg(test)]
@@ -115,10 +132,9 @@ mod tests {
     #[test]
     fn a_target_nobody_has_is_refused_with_what_to_do() {
         let e = for_target("riscv64gc-unknown-linux-gnu").unwrap_err();
-        assert!(
-            e.contains("no Rust standard library for riscv64gc-unknown-linux-gnu") && e.contains("ci/setup-toolchain"),
-            "{e}"
-        );
+        assert_eq!(e.target, "riscv64gc-unknown-linux-gnu");
+        assert_eq!(e.cross, Rust::cross_toolchain().compiler());
+        assert!(e.to_string().contains("ci/setup-toolchain"), "{e}");
     }
 
     #[test]
