@@ -15,26 +15,8 @@ use std::io::Read;
 use std::path::Path;
 use std::process::Command;
 
-use crate::error::ToolError;
+use crate::error::{ChangedError, ToolError};
 use crate::workspace;
-
-/// Why `changed` cannot tell which paths a change touches.
-#[derive(Debug, thiserror::Error)]
-pub enum ChangedError {
-    /// git could not compare the two revisions.
-    #[error("git diff {base}...{head} failed (is the history fetched? check out with fetch-depth: 0): {stderr}")]
-    GitDiff {
-        /// The base revision.
-        base: String,
-        /// The head revision.
-        head: String,
-        /// What git said.
-        stderr: String,
-    },
-    /// The paths could not be read from standard input.
-    #[error("cannot read the changed paths from standard input: {0}")]
-    Stdin(#[source] std::io::Error),
-}
 
 /// Paths (relative to the repository root) whose change affects every package image.
 const EVERY_PACKAGE: [&str; 9] = [

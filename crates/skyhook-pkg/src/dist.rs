@@ -26,50 +26,10 @@
 use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
-use std::process::{Command, ExitStatus};
+use std::process::Command;
 
-use crate::error::ToolError;
+use crate::error::{DistError, ToolError};
 use crate::{elf, platform, toolchain, validate, workspace};
-
-/// What goes wrong in `dist` beyond a file operation or a program that would not start.
-#[derive(Debug, thiserror::Error)]
-pub enum DistError {
-    /// The compiler did not say which target it runs on.
-    #[error("`{rustc} -vV` printed no `host:` line: is it a Rust compiler? Set RUSTC to one")]
-    NoHostTriple {
-        /// The compiler asked.
-        rustc: String,
-    },
-    /// cargo ran and failed.
-    #[error("cargo build of {} for {target} failed ({status}): cargo's messages above say why", packages.join(", "))]
-    BuildFailed {
-        /// The packages built.
-        packages: Vec<String>,
-        /// The target triple.
-        target: String,
-        /// cargo's exit status.
-        status: ExitStatus,
-    },
-    /// An assembled tree's config.json does not parse.
-    #[error("{path}: the config.json of {package} does not parse: {}; run `skyhook-pkg validate {package}`", errors.join("; "))]
-    BadConfig {
-        /// The package.
-        package: String,
-        /// The file.
-        path: PathBuf,
-        /// What the parser found.
-        errors: Vec<String>,
-    },
-    /// `dist` of a package assembled a tree that failed its checks.
-    #[error(
-        "skyhook-pkg dist {package}: the tree is invalid or its binary is not static (the FAIL lines above say \
-         why); fix the package and run again"
-    )]
-    InvalidTree {
-        /// The package.
-        package: String,
-    },
-}
 
 /// One assembled package, for the summary table.
 #[derive(Debug, Clone)]

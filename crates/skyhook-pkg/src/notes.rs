@@ -7,32 +7,8 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use crate::error::ToolError;
+use crate::error::{NotesError, ToolError};
 use crate::{elf, platform, workspace};
-
-/// Why a changelog holds no release notes for a version.
-#[derive(Debug, thiserror::Error)]
-pub enum NotesError {
-    /// The changelog has no section for the version.
-    #[error(
-        "{path}: no `## {version}` section; the release notes are that section: add it (newest first) with what \
-         the release changes"
-    )]
-    NoSection {
-        /// The changelog.
-        path: PathBuf,
-        /// The version.
-        version: String,
-    },
-    /// The section is there but says nothing.
-    #[error("{path}: the `## {version}` section is empty; list what the release changes")]
-    EmptySection {
-        /// The changelog.
-        path: PathBuf,
-        /// The version.
-        version: String,
-    },
-}
 
 /// The text under the `## <version>` heading of a changelog, up to the next `## `
 /// heading, without surrounding blank lines. A heading may carry more after the

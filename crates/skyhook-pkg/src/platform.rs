@@ -11,19 +11,10 @@
 //! installs the cross toolchain, `dist` picks the compiler ([`crate::toolchain`]) and
 //! sets the linker. `skyhook-pkg platform` prints the decision for the Dockerfile.
 
+use crate::error::{ToolError, UnsupportedPlatform};
+
 /// The architectures the images are published for: (Docker arch, ELF/Rust arch, Debian arch).
 const ARCHES: [(&str, &str, &str); 2] = [("amd64", "x86_64", "amd64"), ("arm64", "aarch64", "arm64")];
-
-/// A Docker platform the images are not built for.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "unsupported platform {platform:?}: the packages are built for {}; give one of them",
-    supported().join(" and ")
-)]
-pub struct UnsupportedPlatform {
-    /// The platform given.
-    pub platform: String,
-}
 
 /// The Docker platforms the images are published for (`linux/amd64`, …).
 pub fn supported() -> Vec<String> {
@@ -44,6 +35,7 @@ pub fn arch_of_platform(platform: &str) -> Result<&'static str, UnsupportedPlatf
         Some((_, rust, _)) => Ok(rust),
         None => Err(UnsupportedPlatform {
             platform: platform.to_string(),
+            supported: supported(),
         }),
     }
 }
@@ -120,7 +112,7 @@ pub fn shell_assignments(target_platform: &str, build_platform: Option<&str>) ->
 }
 
 /// `skyhook-pkg platform <target-platform> [--build <platform>]`.
-pub fn run(target_platform: &str, build_platform: Option<&str>) -> Result<bool, crate::error::ToolError> {
+pub fn run(target_platform: &str, build_platform: Option<&str>) -> Result<bool, ToolError> {
     print!("{}", shell_assignments(target_platform, build_platform)?);
     Ok(true)
 }

@@ -14,77 +14,10 @@
 use std::fs;
 use std::path::Path;
 
-use skyhook_core::runtime::semver::{SemverError, Version};
+use skyhook_core::runtime::semver::Version;
 
-use crate::error::ToolError;
+use crate::error::{ReleaseError, ToolError};
 use crate::{notes, workspace};
-
-/// Why a release tag is refused.
-#[derive(Debug, thiserror::Error)]
-pub enum ReleaseError {
-    /// The tag is not `<package>/<version>`.
-    #[error(
-        "tag {tag:?} is not <package>/<version> (for example tuning/2.0.0); the packages are: {}",
-        packages.join(", ")
-    )]
-    Shape {
-        /// The tag.
-        tag: String,
-        /// The workspace's packages.
-        packages: Vec<String>,
-    },
-    /// The tag names no package of the workspace.
-    #[error("tag {tag:?}: {package:?} is not a package of this repository; the packages are: {}", packages.join(", "))]
-    NotAPackage {
-        /// The tag.
-        tag: String,
-        /// The package it names.
-        package: String,
-        /// The workspace's packages.
-        packages: Vec<String>,
-    },
-    /// The version is not strict semver.
-    #[error("tag {tag:?}: {source}")]
-    Version {
-        /// The tag.
-        tag: String,
-        /// Why the version is refused.
-        source: SemverError,
-    },
-    /// The version carries build metadata, which an image tag cannot hold.
-    #[error("tag {tag:?}: build metadata (+{build}) cannot be part of an image tag; release {without} instead")]
-    BuildMetadata {
-        /// The tag.
-        tag: String,
-        /// The build metadata.
-        build: String,
-        /// The version without it.
-        without: String,
-    },
-    /// The package's files carry another version than the tag.
-    #[error(
-        "tag {package}/{want} does not match the package: the tag says {want:?}, {package}/Cargo.toml says {}, \
-         {package}/config.json says {}; bump both files to the released version (and move the CHANGELOG \
-         lines under `## {want}`), merge, then tag that commit",
-        shown(cargo),
-        shown(config)
-    )]
-    VersionMismatch {
-        /// The package.
-        package: String,
-        /// The tag's version.
-        want: String,
-        /// Cargo.toml's version, when it has one.
-        cargo: Option<String>,
-        /// config.json's `package_version`, when it has one.
-        config: Option<String>,
-    },
-}
-
-/// A version as the mismatch message shows it.
-fn shown(v: &Option<String>) -> String {
-    v.as_ref().map_or_else(|| "no version".into(), |v| format!("{v:?}"))
-}
 
 /// A release tag, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -365,7 +298,7 @@ mod tests {
         let d = workspace("2.0.0", "# Changelog\n\n## 1.0.0\n\n- Old.\n");
         let e = check(d.path(), "demo/2.0.0", "ghcr.io", None).unwrap_err();
         assert!(
-            matches!(&e, ToolError::Notes(notes::NotesError::NoSection { version, .. }) if version == "2.0.0"),
+            matches!(&e, ToolError::Notes(crate::error::NotesError::NoSection { version, .. }) if version == "2.0.0"),
             "{e}"
         );
     }

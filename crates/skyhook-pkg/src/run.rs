@@ -173,7 +173,7 @@ pub fn resolve_tree(package: &str) -> Result<PackageTree, ToolError> {
     if is_stale(&tree.join("skyhook_dir").join(package), &sources) {
         eprintln!("dist/{package} is missing or older than its sources: assembling it");
         if !dist::run(&[package.to_string()], None, None)? {
-            return Err(dist::DistError::InvalidTree {
+            return Err(crate::error::DistError::InvalidTree {
                 package: package.to_string(),
             }
             .into());

@@ -13,24 +13,10 @@ use serde::Deserialize;
 use serde_json::Value;
 use skyhook_core::runtime::interrupt::Interrupt;
 
-use crate::error::ToolError;
+use crate::error::{InterruptError, ToolError};
 
 /// The interrupt types an SCR may spell (the agent's wire names are not among them).
 pub const SCR_INTERRUPT_TYPES: [&str; 4] = ["reboot", "service", "restartAllServices", "noop"];
-
-/// Why an interrupt written in an SCR is refused.
-#[derive(Debug, thiserror::Error)]
-pub enum InterruptError {
-    /// A type the SCR does not accept (a typo, or the agent's wire name).
-    #[error("interrupt type {kind:?} is not one the SCR accepts ({})", SCR_INTERRUPT_TYPES.join(", "))]
-    UnknownType {
-        /// The type as written (empty when missing).
-        kind: String,
-    },
-    /// A known type with a bad shape (a service interrupt without services).
-    #[error(transparent)]
-    Shape(skyhook_core::Error),
-}
 
 /// One SCR file.
 #[derive(Debug, Clone)]
@@ -242,7 +228,10 @@ impl ScrEntry {
 pub fn parse_interrupt(value: &Value) -> Result<Interrupt, InterruptError> {
     let kind = value.get("type").and_then(Value::as_str).unwrap_or_default();
     if !SCR_INTERRUPT_TYPES.contains(&kind) {
-        return Err(InterruptError::UnknownType { kind: kind.to_string() });
+        return Err(InterruptError::UnknownType {
+            kind: kind.to_string(),
+            accepted: &SCR_INTERRUPT_TYPES,
+        });
     }
     Interrupt::from_json(value).map_err(InterruptError::Shape)
 }
@@ -348,7 +337,7 @@ spec:
         );
         let e = parse_interrupt(&json!({"type": "restart_all_services"})).unwrap_err();
         assert!(
-            matches!(&e, InterruptError::UnknownType { kind } if kind == "restart_all_services"),
+            matches!(&e, InterruptError::UnknownType { kind, .. } if kind == "restart_all_services"),
             "{e}"
         );
         let e = parse_interrupt(&json!({"type": "service", "services": []})).unwrap_err();

@@ -140,7 +140,10 @@ pub fn plan(
         .parse()
         .map_err(|e| ToolError::usage(format!("version {version:?}: {e}")))?;
     let installed: Option<Version> = match installed {
-        Some(v) => Some(v.parse().map_err(|source| ToolError::BadHistory { source })?),
+        Some(v) => Some(v.parse().map_err(|source| ToolError::BadHistory {
+            dir: std::path::Path::new(crate::agent::AGENT_DIR).join("history"),
+            source,
+        })?),
         None => None,
     };
     let mut stages = match installed {
@@ -382,7 +385,7 @@ mod tests {
         )
         .unwrap_err();
         assert!(
-            matches!(&e, ToolError::BadHistory { source } if source.value == "2.0"),
+            matches!(&e, ToolError::BadHistory { source, .. } if source.value == "2.0"),
             "{e}"
         );
         assert!(e.to_string().contains("remove the package's history file"), "{e}");

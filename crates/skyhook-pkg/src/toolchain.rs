@@ -11,6 +11,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::error::NoStd;
+
 /// Where the cross toolchain lives by default (Debian's rustc-web and cargo-web).
 pub const DEFAULT_CROSS_RUST: &str = "/usr/bin";
 
@@ -79,25 +81,6 @@ fn has_libstd(dir: &Path) -> bool {
             .flatten()
             .any(|e| e.file_name().to_string_lossy().starts_with("libstd-"))
     })
-}
-
-/// No toolchain has the standard library of a target: what was tried, and how to
-/// install one.
-#[derive(Debug, thiserror::Error)]
-#[error(
-    "no Rust standard library for {target}: neither {} nor {} has it. Run ci/setup-toolchain as root \
-     (it installs Debian's rustc-web with the target's libstd-rust-web-dev), or `rustup target add {target}` \
-     where rustup can download targets",
-    default.display(),
-    cross.display()
-)]
-pub struct NoStd {
-    /// The target triple.
-    pub target: String,
-    /// The default toolchain's compiler, tried first.
-    pub default: PathBuf,
-    /// The cross toolchain's compiler, tried next.
-    pub cross: PathBuf,
 }
 
 /// The toolchain that builds `target`: the default one when it has the target's

@@ -9,30 +9,8 @@ use std::path::{Path, PathBuf};
 
 use skyhook_core::config::{self, Report};
 
-use crate::error::ToolError;
+use crate::error::{ToolError, ValidateError};
 use crate::workspace;
-
-/// Why a path given to `validate` names nothing to validate yet.
-#[derive(Debug, thiserror::Error)]
-pub enum ValidateError {
-    /// Neither the path nor its directory holds a config.json.
-    #[error("{path}: no config.json; give a package directory or its config.json")]
-    NoConfig {
-        /// The path given.
-        path: PathBuf,
-    },
-    /// A source crate whose step binaries have not been assembled.
-    #[error(
-        "{path}: a source package; its step files are built by `skyhook-pkg dist {package}`, which has not run \
-         yet: run it, then validate again"
-    )]
-    NotAssembled {
-        /// The path given.
-        path: PathBuf,
-        /// The package (the directory's name).
-        package: String,
-    },
-}
 
 /// What to validate: the config.json, where its step files are, which version it must have.
 #[derive(Debug, Clone, PartialEq, Eq)]
