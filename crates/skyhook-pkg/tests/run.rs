@@ -104,29 +104,34 @@ echo "$0 $* dir=$(pwd) SKYHOOK_DIR=$SKYHOOK_DIR ID=$SKYHOOK_RESOURCE_ID SCR=$SCR
     d
 }
 
-fn skyhook_pkg(root: &Path, pkg: &Path, args: &[&str]) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
-        .arg("run")
-        .arg(pkg)
-        .args(args)
-        .arg("--root")
-        .arg(root)
-        .args([
-            "--configmap",
-            "greeting=hello",
-            "--env",
-            "SCR_VAR=from-scr",
-            "--name",
-            "my-demo",
-        ])
-        .output()
-        .unwrap();
+/// Runs `cmd`: whether it succeeded, and stdout then stderr.
+fn outcome(cmd: &mut Command) -> (bool, String) {
+    let out = cmd.output().unwrap();
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     (out.status.success(), text)
+}
+
+fn skyhook_pkg(root: &Path, pkg: &Path, args: &[&str]) -> (bool, String) {
+    outcome(
+        Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
+            .arg("run")
+            .arg(pkg)
+            .args(args)
+            .arg("--root")
+            .arg(root)
+            .args([
+                "--configmap",
+                "greeting=hello",
+                "--env",
+                "SCR_VAR=from-scr",
+                "--name",
+                "my-demo",
+            ]),
+    )
 }
 
 fn record(root: &Path) -> Vec<String> {
@@ -343,20 +348,14 @@ spec:
 "#;
 
 fn run_scr(root: &Path, pkg: &Path, scr: &Path, args: &[&str]) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
-        .arg("run")
-        .arg(pkg)
-        .args(["--scr", scr.to_str().unwrap(), "--package", "demo-a", "--root"])
-        .arg(root)
-        .args(args)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    outcome(
+        Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
+            .arg("run")
+            .arg(pkg)
+            .args(["--scr", scr.to_str().unwrap(), "--package", "demo-a", "--root"])
+            .arg(root)
+            .args(args),
+    )
 }
 
 #[test]
