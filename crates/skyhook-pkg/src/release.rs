@@ -195,7 +195,11 @@ mod tests {
                 if package == "tunning" && known == &packages()),
             "{e}"
         );
-        assert!(e.to_string().contains("kdump, nvidia-tuned, nvidia-tuning-gke, shellscript, tuned, tuning"), "{e}");
+        assert!(
+            e.to_string()
+                .contains("kdump, nvidia-tuned, nvidia-tuning-gke, shellscript, tuned, tuning"),
+            "{e}"
+        );
     }
 
     #[test]
