@@ -25,7 +25,10 @@ fn bad_input_is_exit_2_with_an_error_naming_it_and_what_to_do() {
         (&["tag", "tuning/v2.1.0"], &["tag \"tuning/v2.1.0\"", "no 'v' prefix"]),
         (
             &["tag", "tunning/2.1.0"],
-            &["\"tunning\" is not a package", "kdump, shellscript, tuned, tuning"],
+            &[
+                "\"tunning\" is not a package",
+                "kdump, nvidia-tuned, nvidia-tuning-gke, shellscript, tuned, tuning",
+            ],
         ),
         (
             &["notes", "nope", "1.0.0"],
