@@ -4,7 +4,7 @@
 //!
 //! | a changed path under | affects |
 //! |---|---|
-//! | `<package>/` | that package |
+//! | `<package>/` | that package, and every package whose Cargo.toml depends on it (nvidia-tuned on tuned, nvidia-tuning-gke on tuning) |
 //! | `crates/skyhook-core/`, `crates/skyhook-pkg/` (builds the images), `schemas/`, the workspace `Cargo.toml`/`Cargo.lock`, `.dockerignore`, `ci/`, `.github/workflows/` | every package |
 //! | anything else (documentation, `crates/skyhook-testkit/`, `.ci/`) | none |
 //!
@@ -31,8 +31,10 @@ const EVERY_PACKAGE: [&str; 9] = [
     "rust-toolchain.toml",
 ];
 
-/// The packages (of `packages`, sorted as given) whose images the changed `paths` affect.
-pub fn affected(paths: &[String], packages: &[String]) -> Vec<String> {
+/// The packages (of `packages`, sorted as given) whose images the changed `paths`
+/// affect; `uses(p)` names the packages `p` is built from, so a change to an engine
+/// (tuned) reaches the packages that drive it (nvidia-tuned).
+pub fn affected(paths: &[String], packages: &[String], uses: impl Fn(&str) -> Vec<String>) -> Vec<String> {
     let mut hit = vec![false; packages.len()];
     for path in paths {
         let path = path.trim().trim_start_matches("./");
@@ -50,6 +52,16 @@ pub fn affected(paths: &[String], packages: &[String]) -> Vec<String> {
         {
             hit[i] = true;
         }
+    }
+    let uses: Vec<Vec<String>> = packages.iter().map(|p| uses(p)).collect();
+    // Dependents of a hit package are hit too, through any depth of dependency.
+    while let Some(i) = (0..packages.len()).find(|&i| {
+        !hit[i]
+            && uses[i]
+                .iter()
+                .any(|u| packages.iter().position(|p| p == u).is_some_and(|j| hit[j]))
+    }) {
+        hit[i] = true;
     }
     packages
         .iter()
@@ -105,7 +117,10 @@ pub fn run(paths: &[String], base: Option<&str>, head: &str) -> Result<bool, Too
         }
         (None, paths) => paths.to_vec(),
     };
-    let packages = affected(&paths, &workspace::packages(&workspace::root()));
+    let root = workspace::root();
+    let packages = affected(&paths, &workspace::packages(&root), |p| {
+        workspace::package_dependencies(&root, p)
+    });
     eprintln!(
         "{} changed path(s); images to build: {}",
         paths.len(),
@@ -137,15 +152,30 @@ mod tests {
     }
 
     fn affected_by(paths: &[&str]) -> Vec<String> {
-        affected(&paths.iter().map(|p| p.to_string()).collect::<Vec<_>>(), &packages())
+        affected(
+            &paths.iter().map(|p| p.to_string()).collect::<Vec<_>>(),
+            &packages(),
+            |p| match p {
+                "nvidia-tuned" => vec!["tuned".to_string()],
+                "nvidia-tuning-gke" => vec!["tuning".to_string()],
+                _ => vec![],
+            },
+        )
+    }
+
+    #[test]
+    fn an_engine_change_affects_the_packages_built_on_it() {
+        assert_eq!(affected_by(&["tuned/src/plan.rs"]), ["nvidia-tuned", "tuned"]);
+        assert_eq!(affected_by(&["tuning/src/live.rs"]), ["nvidia-tuning-gke", "tuning"]);
+        assert_eq!(affected_by(&["nvidia-tuned/catalog/manifest.json"]), ["nvidia-tuned"]);
     }
 
     #[test]
     fn a_package_change_affects_that_package() {
-        assert_eq!(affected_by(&["tuning/src/sysctl.rs"]), ["tuning"]);
+        assert_eq!(affected_by(&["kdump/src/boot.rs"]), ["kdump"]);
         assert_eq!(
-            affected_by(&["tuned/README.md", "kdump/config.json", "tuned/tests/x.rs"]),
-            ["kdump", "tuned"]
+            affected_by(&["shellscript/README.md", "kdump/config.json", "shellscript/tests/x.rs"]),
+            ["kdump", "shellscript"]
         );
         assert_eq!(affected_by(&["./shellscript/Dockerfile"]), ["shellscript"]);
     }

@@ -34,6 +34,28 @@ pub fn packages(root: &Path) -> Vec<String> {
     names
 }
 
+/// The other packages of the workspace at `root` that `package`'s Cargo.toml lists
+/// under `[dependencies]` (an NVIDIA package is built on the tuned or tuning engine).
+pub fn package_dependencies(root: &Path, package: &str) -> Vec<String> {
+    let Ok(text) = fs::read_to_string(root.join(package).join("Cargo.toml")) else {
+        return Vec::new();
+    };
+    let packages = packages(root);
+    let mut in_dependencies = false;
+    let mut found = Vec::new();
+    for line in text.lines().map(str::trim) {
+        if line.starts_with('[') {
+            in_dependencies = line == "[dependencies]";
+            continue;
+        }
+        let name = line.split(['=', '.', ' ']).next().unwrap_or_default();
+        if in_dependencies && name != package && packages.iter().any(|p| p == name) {
+            found.push(name.to_string());
+        }
+    }
+    found
+}
+
 /// The version in a crate directory's Cargo.toml, `None` when it has none.
 pub fn crate_version(dir: &Path) -> Option<String> {
     let text = fs::read_to_string(dir.join("Cargo.toml")).ok()?;
@@ -60,5 +82,8 @@ mod tests {
         );
         assert!(crate_version(&root.join("tuning")).is_some());
         assert_eq!(crate_version(&root.join("schemas")), None);
+        assert_eq!(package_dependencies(&root, "nvidia-tuned"), ["tuned"]);
+        assert_eq!(package_dependencies(&root, "nvidia-tuning-gke"), ["tuning"]);
+        assert!(package_dependencies(&root, "tuning").is_empty());
     }
 }
