@@ -26,7 +26,9 @@ sysctls > $saved/sysctl
 keep $saved/sysctl sysctl-before
 snapshot $tracked > $saved/snapshot
 
-gpu --lifecycle --until-interrupt
+# INTERRUPT=true, as the original's SCR example sets it: config-check lets the kernel
+# arguments wait for the reboot.
+gpu --lifecycle --until-interrupt --env INTERRUPT=true
 expect_eq "the tuned service" "$(systemctl is-active tuned)" active
 expect_eq "the active profile" "$(tuned-adm active)" "Current active profile: nvidia-h100-performance"
 expect_eq "nvidia-base's sysctls, live" "$(sysctl -n $arp | paste -sd' ')" "2 2 1 1"
