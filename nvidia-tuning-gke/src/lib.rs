@@ -21,7 +21,7 @@ pub mod tuning_input;
 
 use skyhook_core::profile::Catalog;
 use skyhook_core::runtime::run::Handler;
-use skyhook_core::{Mode, Package};
+use skyhook_core::{ConfigMaps, Mode, Package, Result};
 
 /// The package kind: names the binary, the state directory and the logs.
 pub const KIND: &str = "nvidia-tuning-gke";
@@ -46,4 +46,12 @@ impl Package for NvidiaTuningGke {
 /// The package's catalog: every combination and its effective settings.
 pub fn catalog() -> impl Catalog {
     effective::GkeProfiles
+}
+
+/// Validates a configMap offline, as config would before any change (the entry point
+/// of `skyhook-pkg lint`): the keys, an accelerator named in the catalog (or `auto`,
+/// decided on each node) and an intent of it. `use_containerd` is the SCR's
+/// `USE_CONTAINERD` value, if any. `Err(Error::Input)` lists every problem.
+pub fn validate(cm: &ConfigMaps, use_containerd: Option<&str>) -> Result<()> {
+    modes::validate_offline(cm, use_containerd)
 }

@@ -5,7 +5,11 @@
 //! the combination's sysctl file and containerd drop-in as its input. Uninstall
 //! needs no input: it undoes what the records say, with or without the configMap.
 
+use std::collections::BTreeSet;
+
 use skyhook_core::os::distro::stateless_etc;
+use skyhook_core::platform::accelerator;
+use skyhook_core::profile::CatalogError;
 use skyhook_core::runtime::node_metadata::{self, NodeMetadata};
 use skyhook_core::{Checklist, ConfigMaps, Error, Interrupt, Outcome, Result, Step};
 
@@ -25,7 +29,7 @@ struct Prepared {
 }
 
 /// The embedded catalog, or the action error saying the image is broken.
-pub fn catalog() -> Result<&'static GkeCatalog> {
+fn embedded_catalog() -> Result<&'static GkeCatalog> {
     GkeCatalog::embedded().map_err(|e| {
         Error::action(format!(
             "{e}: this image of {KIND} is broken (its catalog tests should have caught it); use another version"
@@ -33,12 +37,17 @@ pub fn catalog() -> Result<&'static GkeCatalog> {
     })
 }
 
+/// The value of `USE_CONTAINERD`; one that is not UTF-8 is kept (lossily) so that
+/// it is refused by name rather than taken for unset.
+fn use_containerd_env() -> Option<String> {
+    std::env::var_os(request::USE_CONTAINERD).map(|v| v.to_string_lossy().into_owned())
+}
+
 /// Reads and validates the request, chooses the accelerator and looks up the
 /// combination; logs what was chosen and why.
 fn prepare(step: &Step) -> Result<Prepared> {
-    let catalog = catalog()?;
-    let env = std::env::var(request::USE_CONTAINERD).ok();
-    let request = Request::read(&step.configmaps, env.as_deref())?;
+    let catalog = embedded_catalog()?;
+    let request = Request::read(&step.configmaps, use_containerd_env().as_deref())?;
     let chosen = choice::choose(step, &request.accelerator, &catalog.accelerators())?;
     let profile = catalog
         .profile(&chosen.name, &request.intent)
@@ -49,6 +58,37 @@ fn prepare(step: &Step) -> Result<Prepared> {
         optional: optional::read(&step.host, &profile)?,
         input: tuning_input(&profile, request.use_containerd),
     })
+}
+
+/// [`crate::validate`]: the request, and the combination when the accelerator is
+/// named (with `auto`, the intent must be one some accelerator has).
+pub fn validate_offline(cm: &ConfigMaps, use_containerd: Option<&str>) -> Result<()> {
+    let catalog = embedded_catalog()?;
+    let request = Request::read(cm, use_containerd)?;
+    let intent_error = |e: CatalogError| Error::input(format!("configMap key {:?}: {e}", request::INTENT));
+    if request.accelerator == accelerator::AUTO {
+        let all: BTreeSet<&str> = catalog
+            .accelerators()
+            .iter()
+            .filter_map(|a| catalog.intents(a))
+            .flatten()
+            .collect();
+        if !all.contains(request.intent.as_str()) {
+            return Err(intent_error(CatalogError::unknown_intent(
+                &request.intent,
+                &Vec::from_iter(all),
+            )));
+        }
+        return Ok(());
+    }
+    match catalog.profile(&request.accelerator, &request.intent) {
+        Ok(_) => Ok(()),
+        Err(e @ CatalogError::UnknownAccelerator { .. }) => Err(Error::input(format!(
+            "configMap key {:?}: {e}, or auto",
+            request::ACCELERATOR
+        ))),
+        Err(e) => Err(intent_error(e)),
+    }
 }
 
 /// Says whether the combination's containerd drop-in is applied, and why.

@@ -14,13 +14,11 @@ pub const ACCELERATOR: &str = "accelerator";
 pub const INTENT: &str = "intent";
 /// The environment variable that turns the containerd drop-in on.
 pub const USE_CONTAINERD: &str = "USE_CONTAINERD";
-/// The `accelerator` value that picks the accelerator from the node.
-pub const AUTO: &str = "auto";
 
 /// The validated request.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Request {
-    /// The accelerator as given (a name or [`AUTO`]), trimmed.
+    /// The accelerator as given (a name or `auto`), trimmed.
     pub accelerator: String,
     /// The intent, trimmed.
     pub intent: String,
@@ -125,7 +123,8 @@ mod tests {
 
     #[test]
     fn every_problem_is_reported_with_the_key_and_the_fix() {
-        let cases: &[(&[(&str, &str)], Option<&str>, &[&str])] = &[
+        type Case<'a> = (&'a [(&'a str, &'a str)], Option<&'a str>, &'a [&'a str]);
+        let cases: &[Case] = &[
             (
                 &[("intent", "inference")],
                 None,

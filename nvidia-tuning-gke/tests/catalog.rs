@@ -204,3 +204,45 @@ fn unknown_selections_list_what_is_supported() {
     });
     assert_eq!(rendered(&on_cos), fixture("h100", "inference"));
 }
+
+#[test]
+fn lint_validation_names_every_problem_offline() {
+    let cm = |entries: &[(&str, &str)]| skyhook_core::ConfigMaps::from_entries(entries.iter().copied());
+    let ok = [
+        (cm(&[("accelerator", "h100"), ("intent", "inference")]), None),
+        (
+            cm(&[("accelerator", "auto"), ("intent", "multiNodeTraining")]),
+            Some("true"),
+        ),
+    ];
+    for (c, env) in &ok {
+        nvidia_tuning_gke::validate(c, *env).unwrap();
+    }
+    let bad: [(_, Option<&str>, &str); 4] = [
+        (
+            cm(&[("accelerator", "b200"), ("intent", "inference")]),
+            None,
+            "configMap key \"accelerator\": accelerator \"b200\" is not in the catalog; supported: gb200, h100, or auto",
+        ),
+        (
+            cm(&[("accelerator", "auto"), ("intent", "performance")]),
+            None,
+            "configMap key \"intent\": intent \"performance\" is not in the catalog; supported: inference, multiNodeTraining",
+        ),
+        (
+            cm(&[("accelerator", "gb200"), ("intent", "x")]),
+            None,
+            "configMap key \"intent\": intent \"x\" is not in the catalog",
+        ),
+        (
+            cm(&[("accelerator", "gb200"), ("intent", "inference")]),
+            Some("1"),
+            "environment variable USE_CONTAINERD is \"1\"",
+        ),
+    ];
+    for (c, env, message) in bad {
+        let e = nvidia_tuning_gke::validate(&c, env).unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert!(e.to_string().starts_with(message), "{e}");
+    }
+}

@@ -39,6 +39,14 @@ fn cos_h100_inference_applies_live_and_skips_the_scheduler_keys_the_kernel_lacks
         "{file}"
     );
     assert!(!file.contains("SPDX"), "{file}");
+    assert!(
+        file.starts_with(
+            "# Managed by the Skyhook package nvidia-tuning-gke (nvidia-tuning-gke), through the tuning engine \
+             (sysctl.conf).\n# Edit the SCR, not this file: changes made here are overwritten.\n\
+             # nvidia-tuning-gke catalog profile h100/inference (profiles/h100/inference/sysctl.conf)"
+        ),
+        "{file}"
+    );
     assert!(!n.exists(&containerd_dropin()));
     assert!(n.exists(&state_file()), "records under /var/lib, which persists on COS");
     run(&n, "config-check", 0).expect_output("kernel.sched_latency_ns is not in kernel 6.12.68+");
@@ -342,10 +350,13 @@ fn auto_picks_the_accelerator_from_the_pci_devices_without_a_label() {
     run(&n, "config-check", 0);
 }
 
+/// Name/value pairs of a table row.
+type Pairs<'a> = &'a [(&'a str, &'a str)];
+
 #[test]
 fn auto_refuses_a_node_it_cannot_serve_and_changes_nothing() {
     // (labels, PCI devices, message)
-    let rows: [(&[(&str, &str)], &[(&str, &str)], &str); 3] = [
+    let rows: [(Pairs, Pairs, &str); 3] = [
         (
             &[("nvidia.com/gpu.product", "NVIDIA-B200")],
             &[],

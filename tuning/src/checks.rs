@@ -33,7 +33,7 @@ use crate::{grub, hugepages, sysctl, ulimit};
 /// config-check.
 pub fn config_check(step: &Step) -> Result<Outcome> {
     let host = &step.host;
-    let paths = Paths::from_ctx(&step.ctx);
+    let paths = Paths::for_step(step);
     let desired = Desired::parse(&step.configmaps)?;
     let state: State = step.state().load()?;
     let mut c = Checklist::new();

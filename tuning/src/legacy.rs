@@ -95,7 +95,7 @@ pub fn adopt(host: &skyhook_core::Host, paths: &Paths, state: &mut State) -> Res
 /// as an uninterrupted run does.
 pub fn upgrade(step: &Step) -> Result<Outcome> {
     let host = &step.host;
-    let paths = Paths::from_ctx(&step.ctx);
+    let paths = Paths::for_step(step);
     let previous = step
         .ctx
         .upgrade
@@ -149,7 +149,7 @@ fn move_bash_sysctl(step: &Step, paths: &Paths, state: &mut State) -> Result<()>
 /// know about, and its sysctl file is out of the way.
 pub fn upgrade_check(step: &Step) -> Result<Outcome> {
     let host = &step.host;
-    let paths = Paths::from_ctx(&step.ctx);
+    let paths = Paths::for_step(step);
     let state: State = step.state().load()?;
     let mut c = Checklist::new();
     for name in &paths.legacy_names {

@@ -69,3 +69,30 @@ pub fn run_with_input(step: &Step, kind: &'static str, input: ConfigMaps) -> Res
         .ok_or_else(|| Error::Mode(format!("the tuning engine has no mode {mode}")))?;
     handler(&Step::new(kind, step.ctx.clone(), step.host.clone(), input))
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use skyhook_core::Host;
+    use skyhook_core::host::command::RefusingRunner;
+
+    #[test]
+    fn run_with_input_refuses_a_mode_tuning_lacks_as_exit_2() {
+        let ctx = skyhook_core::Context::from_vars(Mode::Apply, |n| match n {
+            "SKYHOOK_DIR" => Some("/copy".into()),
+            "SKYHOOK_RESOURCE_ID" => Some("scr_gpu_1.0.0".into()),
+            _ => None,
+        })
+        .unwrap();
+        let host = Host::new("/nonexistent-root", RefusingRunner::new("/nonexistent-root"));
+        let step = Step::new("other", ctx, host, ConfigMaps::from_entries(Vec::<(&str, &str)>::new()));
+        let e = run_with_input(
+            &step,
+            "other",
+            ConfigMaps::from_entries([("sysctl.conf", "vm.swappiness=1\n")]),
+        )
+        .unwrap_err();
+        assert_eq!(e.exit_code(), 2);
+        assert_eq!(e.to_string(), "the tuning engine has no mode apply");
+    }
+}

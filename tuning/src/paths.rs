@@ -5,7 +5,10 @@
 
 use std::path::{Path, PathBuf};
 
-use skyhook_core::Context;
+use skyhook_core::{Context, Step};
+
+/// The owner of the files when tuning's own binary writes them.
+const OWNER: &str = "tuning";
 
 /// The systemd unit directory holding drop-ins.
 pub const SYSTEMD_DIR: &str = "/etc/systemd/system";
@@ -64,6 +67,9 @@ pub struct Paths {
     pub name: String,
     /// Every name the bash package may have used for this entry (see [`Paths::from_ctx`]).
     pub legacy_names: Vec<String>,
+    /// The package whose step writes the files: `tuning`, or a package running this
+    /// engine in process (`nvidia-tuning-gke`), named in each file's header.
+    pub owner: String,
 }
 
 impl Paths {
@@ -81,7 +87,19 @@ impl Paths {
         {
             legacy_names.push(bash.to_string());
         }
-        Paths { name, legacy_names }
+        Paths {
+            name,
+            legacy_names,
+            owner: OWNER.to_string(),
+        }
+    }
+
+    /// The paths for `step`, its kind named as the files' owner.
+    pub fn for_step(step: &Step) -> Self {
+        Paths {
+            owner: step.kind().to_string(),
+            ..Self::from_ctx(&step.ctx)
+        }
     }
 
     /// Paths for `name` alone (tests and tools).
@@ -89,6 +107,7 @@ impl Paths {
         Paths {
             name: name.to_string(),
             legacy_names: vec![name.to_string()],
+            owner: OWNER.to_string(),
         }
     }
 
@@ -185,11 +204,19 @@ impl Paths {
 
     /// The first comment lines of every file the package writes (without `# `).
     pub fn header(&self, key: &str) -> String {
-        format!(
-            "Managed by the Skyhook package tuning ({}) from its configMap key {key}.\n\
-             Edit the SCR, not this file: changes made here are overwritten.",
-            self.name
-        )
+        if self.owner == OWNER {
+            format!(
+                "Managed by the Skyhook package tuning ({}) from its configMap key {key}.\n\
+                 Edit the SCR, not this file: changes made here are overwritten.",
+                self.name
+            )
+        } else {
+            format!(
+                "Managed by the Skyhook package {} ({}), through the tuning engine ({key}).\n\
+                 Edit the SCR, not this file: changes made here are overwritten.",
+                self.owner, self.name
+            )
+        }
     }
 
     /// [`Paths::header`] as comment lines, each ending in a newline.

@@ -31,7 +31,7 @@ use crate::{grub, hugepages, legacy, live, shared, sysctl};
 /// config.
 pub fn config(step: &Step) -> Result<Outcome> {
     let host = &step.host;
-    let paths = Paths::from_ctx(&step.ctx);
+    let paths = Paths::for_step(step);
     let desired = Desired::parse(&step.configmaps)?;
     let live = match &desired.sysctl {
         Some(c) => sysctl::read_live(host, c)?,

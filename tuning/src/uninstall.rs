@@ -17,7 +17,7 @@ use crate::{files, grub, legacy, live, shared};
 /// uninstall.
 pub fn uninstall(step: &Step) -> Result<Outcome> {
     let host = &step.host;
-    let paths = Paths::from_ctx(&step.ctx);
+    let paths = Paths::for_step(step);
     let store = step.state();
     let mut state: State = store.load()?;
     legacy::adopt(host, &paths, &mut state)?;
@@ -110,7 +110,7 @@ fn remove_kernel_args(
 /// uninstall-check.
 pub fn uninstall_check(step: &Step) -> Result<Outcome> {
     let host = &step.host;
-    let paths = Paths::from_ctx(&step.ctx);
+    let paths = Paths::for_step(step);
     let store = step.state();
     let mut c = Checklist::new();
     for m in legacy::scan(host, &paths)? {
