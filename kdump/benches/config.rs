@@ -9,35 +9,19 @@
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-use std::time::{Duration, Instant};
-
 use kdump::crashkernel::CrashKernel;
-
-fn summary(mut samples: Vec<Duration>) -> String {
-    samples.sort();
-    let at = |q: f64| samples[((samples.len() - 1) as f64 * q).round() as usize];
-    format!(
-        "median {:.1} ms, p90 {:.1} ms ({} runs)",
-        at(0.5).as_secs_f64() * 1e3,
-        at(0.9).as_secs_f64() * 1e3,
-        samples.len()
-    )
-}
+use skyhook_testkit::bench::{self, Timing};
 
 fn time_mode(node: &skyhook_testkit::Node, mode: &str, runs: usize) -> String {
-    let samples = (0..runs)
-        .map(|_| {
-            let start = Instant::now();
-            let run = node.run(mode);
-            let took = start.elapsed();
-            assert_eq!(run.code, 0, "{mode}: {}", run.output());
-            took
-        })
-        .collect();
-    summary(samples)
+    let timings: Vec<Timing> = (0..runs).map(|_| bench::time_mode(node, mode)).collect();
+    bench::summary(&timings)
 }
 
 fn main() {
+    println!(
+        "kdump, release binary on a simulated Ubuntu node (load average {}):",
+        bench::load_average()
+    );
     let node = common::node(common::UBUNTU);
     node.run("apply");
     node.configmap("crashkernel", "1G-4G:192M,4G-64G:256M,64G-:512M")
@@ -51,11 +35,12 @@ fn main() {
         time_mode(&node, "post-interrupt-check", 50)
     );
 
-    let n = 200_000;
-    let start = Instant::now();
-    for _ in 0..n {
+    let parse = bench::time_in_process(200_000, || {
         std::hint::black_box(CrashKernel::parse(std::hint::black_box("1G-4G:192M,4G-64G:256M,64G-:512M")).unwrap());
-    }
-    let per = start.elapsed().as_secs_f64() / n as f64;
-    println!("parse a 3-range crashkernel value: {:.0} ns", per * 1e9);
+    });
+    println!(
+        "parse a 3-range crashkernel value: {:.0} ns wall, {:.0} ns CPU",
+        parse.wall.as_secs_f64() * 1e9,
+        parse.cpu.as_secs_f64() * 1e9
+    );
 }

@@ -59,14 +59,14 @@ impl<'a> Boot<'a> {
         &self.config
     }
 
-    fn drop_in_text(&self, token: &str) -> String {
+    fn drop_in_text(&self, tokens: &[String]) -> String {
         let header = format!(
             "{DROP_IN_MARKER}: the memory reserved for the crash kernel.\n\
              kdump-tools ships this file with its own default reservation; that original is kept in\n\
              {} and put back when the package is uninstalled.",
             self.store.file().display()
         );
-        render_drop_in(&header, &[token.to_string()])
+        render_drop_in(&header, tokens)
     }
 
     fn ensure_tool(&self, original: &BootOriginal) -> Result<()> {
@@ -87,11 +87,29 @@ impl<'a> Boot<'a> {
         }
     }
 
+    /// Refuses, before anything changes, a value this boot configuration cannot carry:
+    /// a `,high` reservation with its `,low` one is two `crashkernel=` arguments, and
+    /// grubby keeps one argument per key (its `--args` replaces the first argument of
+    /// the same key, so the second would replace the first).
+    pub fn can_carry(&self, ck: &CrashKernel) -> Result<()> {
+        if matches!(self.config, BootConfig::Grubby) && ck.tokens().len() > 1 {
+            return Err(Error::input(format!(
+                "configMap key \"crashkernel\" ({ck:?}): this node's boot entries are edited with grubby, which keeps \
+                 one argument per key, so {} cannot both be set. Give the ,high value alone (the kernel adds its \
+                 default low region: 128 MiB on arm64, at least 256 MiB on x86_64), or one size or range list",
+                ck.tokens().join(" "),
+                ck = ck.as_str()
+            )));
+        }
+        Ok(())
+    }
+
     /// Makes the boot configuration carry `ck` (recording in `state`); returns whether
     /// anything changed. With the same value recorded and in place, nothing is written
     /// and nothing runs.
     pub fn set(&self, state: &mut State, ck: &CrashKernel) -> Result<bool> {
-        let token = ck.token();
+        self.can_carry(ck)?;
+        let tokens = ck.tokens();
         let previous = state.boot.clone().filter(|r| !r.restored);
         if let Some(rec) = &previous {
             self.ensure_tool(&rec.original)?;
@@ -106,14 +124,14 @@ impl<'a> Boot<'a> {
             original,
         });
         state.store(self.store)?;
-        log::info!("setting {token} on the boot configuration");
+        log::info!("setting {} on the boot configuration", tokens.join(" "));
         match &state.boot.as_ref().expect("just set").original {
             BootOriginal::DropIn { file, written } => {
                 self.host
                     .write(DEBIAN_DROP_IN, &written.bytes(), file.mode.unwrap_or(0o644))?;
                 self.config.regenerate(self.host)?;
             }
-            BootOriginal::Grubby { .. } => grubby::update(self.host, "ALL", &[token], &[])?,
+            BootOriginal::Grubby { .. } => grubby::update(self.host, "ALL", &tokens, &[])?,
             BootOriginal::GrubDefault { file, written, .. } => {
                 self.host
                     .write(GRUB_DEFAULTS, &written.bytes(), file.mode.unwrap_or(0o644))?;
@@ -130,11 +148,11 @@ impl<'a> Boot<'a> {
     /// What the record of setting `ck` holds (the originals, kept from `previous`
     /// when it has them), or `None` when `ck` is recorded and in place already.
     fn plan(&self, previous: Option<BootRecord>, ck: &CrashKernel) -> Result<Option<BootOriginal>> {
-        let token = ck.token();
+        let tokens = ck.tokens();
         let same = |rec: &BootRecord| rec.crashkernel == ck.as_str() && !rec.pending;
         let original = match &self.config {
             BootConfig::GrubDropIns { .. } => {
-                let text = self.drop_in_text(&token);
+                let text = self.drop_in_text(&tokens);
                 if let Some(rec) = &previous
                     && same(rec)
                     && self.host.read(DEBIAN_DROP_IN)?.as_deref() == Some(text.as_bytes())
@@ -154,15 +172,16 @@ impl<'a> Boot<'a> {
                 // The entries, not our record, say what the next boot gets: kdumpctl
                 // resets crashkernel= behind our back at a kernel install.
                 if previous.as_ref().is_some_and(same) {
-                    let drift = self.check(&token)?;
+                    let drift = self.check(&tokens)?;
                     if drift.is_empty() {
                         return Ok(None);
                     }
                     for d in drift {
                         log::warn!(
-                            "{d} (kdumpctl resets it at a kernel install unless {} says `{}`): putting {token} back",
+                            "{d} (kdumpctl resets it at a kernel install unless {} says `{}`): putting {} back",
                             "/etc/kdump.conf",
-                            crate::autoreset::PINNED_LINE
+                            crate::autoreset::PINNED_LINE,
+                            tokens.join(" ")
                         );
                     }
                 }
@@ -173,7 +192,7 @@ impl<'a> Boot<'a> {
             }
             BootConfig::GrubDefault { output } => {
                 let current = self.host.read(GRUB_DEFAULTS)?.unwrap_or_default();
-                let text = set_crashkernel(&current, Some(&token));
+                let text = set_crashkernel(&current, Some(&tokens.join(" ")));
                 if let Some(rec) = &previous
                     && same(rec)
                     && current == text
@@ -224,23 +243,26 @@ impl<'a> Boot<'a> {
 
     /// Takes the package's value off the files and entries `rec` names.
     fn undo(&self, rec: &BootRecord) -> Result<bool> {
-        let token = rec.token();
-        log::info!("removing {token} from the boot configuration");
+        let tokens = rec.tokens();
+        log::info!("removing {} from the boot configuration", tokens.join(" "));
         match &rec.original {
             BootOriginal::DropIn { file, written } => undo_edit(self.host, DEBIAN_DROP_IN, file, written, |_| None),
             BootOriginal::GrubDefault { file, written, .. } => {
-                let original_token = file
+                let original = file
                     .content()?
                     .and_then(|c| defaults::assignment_args(&c, CMDLINE_VAR))
-                    .and_then(|a| with_key(&a, KEY).last().map(|t| t.to_string()));
+                    .map(|a| with_key(&a, KEY).join(" "))
+                    .filter(|t| !t.is_empty());
                 undo_edit(self.host, GRUB_DEFAULTS, file, written, |current| {
                     let args = defaults::assignment_args(current, CMDLINE_VAR)?;
-                    with_key(&args, KEY)
-                        .contains(&token.as_str())
-                        .then(|| set_crashkernel(current, original_token.as_deref()))
+                    let found = with_key(&args, KEY);
+                    tokens
+                        .iter()
+                        .all(|t| found.contains(&t.as_str()))
+                        .then(|| set_crashkernel(current, original.as_deref()))
                 })
             }
-            BootOriginal::Grubby { .. } => rec.original.originals().restore(self.host, &[token]),
+            BootOriginal::Grubby { .. } => rec.original.originals().restore(self.host, &tokens),
         }
     }
 
@@ -309,11 +331,12 @@ impl<'a> Boot<'a> {
         })
     }
 
-    /// What does not hold exactly `token` (`crashkernel=<value>`), as unmet
-    /// expectations: the file the package writes, and the boot entries (on
-    /// Debian-like hosts the first entry must carry it and no entry another value;
-    /// elsewhere every entry must carry it, exactly once).
-    pub fn check(&self, token: &str) -> Result<Vec<String>> {
+    /// What does not hold exactly `tokens` (`crashkernel=<value>`, one per value), as
+    /// unmet expectations: the file the package writes, and the boot entries (on
+    /// Debian-like hosts the first entry must carry them and no entry another value;
+    /// elsewhere every entry must carry them, each exactly once).
+    pub fn check(&self, tokens: &[String]) -> Result<Vec<String>> {
+        let token = tokens.join(" ");
         let mut unmet = Vec::new();
         match &self.config {
             BootConfig::GrubDropIns { .. } => {
@@ -322,7 +345,7 @@ impl<'a> Boot<'a> {
                     .as_deref()
                     .map(|t| parse_drop_in(&String::from_utf8_lossy(t)))
                     .unwrap_or_default();
-                if let Some(problem) = exactly(&args, token) {
+                if let Some(problem) = exactly(&args, tokens) {
                     unmet.push(format!(
                         "{DEBIAN_DROP_IN} {}: it must append exactly {token} to GRUB_CMDLINE_LINUX_DEFAULT; run config again",
                         if text.is_none() { "does not exist".to_string() } else { problem }
@@ -332,7 +355,7 @@ impl<'a> Boot<'a> {
             BootConfig::GrubDefault { .. } => {
                 let text = self.host.read(GRUB_DEFAULTS)?.unwrap_or_default();
                 let args = defaults::assignment_args(&text, CMDLINE_VAR).unwrap_or_default();
-                if let Some(problem) = exactly(&args, token) {
+                if let Some(problem) = exactly(&args, tokens) {
                     unmet.push(format!(
                         "{GRUB_DEFAULTS}: {CMDLINE_VAR} {problem}; expected exactly {token}; run config again"
                     ));
@@ -351,12 +374,12 @@ impl<'a> Boot<'a> {
             let found = with_key(args, KEY);
             // Debian's recovery entries only take GRUB_CMDLINE_LINUX, not the drop-in.
             let may_lack = debian && i > 0 && found.is_empty();
-            if let Some(problem) = exactly(args, token)
+            if let Some(problem) = exactly(args, tokens)
                 && !may_lack
             {
                 unmet.push(format!(
                     "{name} in {place} {problem}; expected exactly {token}{}",
-                    if found.len() > 1 {
+                    if found.len() > tokens.len() {
                         ": another crashkernel= comes from the GRUB defaults or another drop-in; remove it (the kernel uses the last one)"
                     } else {
                         ""
@@ -367,22 +390,23 @@ impl<'a> Boot<'a> {
         Ok(unmet)
     }
 
-    /// Where `token` is still on the boot configuration (files and entries).
-    pub fn carrying(&self, token: &str) -> Result<Vec<String>> {
+    /// Where any of `tokens` is still on the boot configuration (files and entries).
+    pub fn carrying(&self, tokens: &[String]) -> Result<Vec<String>> {
+        let ours = |args: &[String]| args.iter().any(|a| tokens.contains(a));
         let mut places = Vec::new();
         let drop_in = self.host.read(DEBIAN_DROP_IN)?;
         if let Some(text) = &drop_in
-            && drop_in_args_any(text).iter().any(|a| a == token)
+            && ours(&drop_in_args_any(text))
         {
             places.push(DEBIAN_DROP_IN.to_string());
         }
         if let Some(text) = self.host.read(GRUB_DEFAULTS)?
-            && defaults::assignment_args(&text, CMDLINE_VAR).is_some_and(|a| a.iter().any(|x| x == token))
+            && defaults::assignment_args(&text, CMDLINE_VAR).is_some_and(|a| ours(&a))
         {
             places.push(format!("{GRUB_DEFAULTS} ({CMDLINE_VAR})"));
         }
         let (entries, place) = self.entries()?;
-        let n = entries.iter().filter(|(_, a)| a.iter().any(|x| x == token)).count();
+        let n = entries.iter().filter(|(_, a)| ours(a)).count();
         if n > 0 {
             places.push(format!("{n} boot entr{} in {place}", if n == 1 { "y" } else { "ies" }));
         }
@@ -397,18 +421,27 @@ fn drop_in_args_any(text: &[u8]) -> Vec<String> {
 }
 
 /// `text` (the GRUB defaults) with exactly `token` as `crashkernel=` of
-/// `GRUB_CMDLINE_LINUX` (`None`: none), every other byte kept.
+/// `GRUB_CMDLINE_LINUX` (`None`: none; two words for a `,high` and `,low` pair),
+/// every other byte kept.
 fn set_crashkernel(text: &[u8], token: Option<&str>) -> Vec<u8> {
     defaults::edit_assignment(text, CMDLINE_VAR, &Edit::SetKey { key: KEY, token })
 }
 
-/// Why `args` do not hold exactly one `crashkernel=` equal to `token`, if they do not.
-fn exactly(args: &[String], token: &str) -> Option<String> {
-    match with_key(args, KEY).as_slice() {
-        [only] if *only == token => None,
-        [] => Some("has no crashkernel=".to_string()),
-        found => Some(format!("has {}", found.join(" "))),
+/// Why the `crashkernel=` arguments of `args` are not exactly `tokens` (in any
+/// order: the kernel reads `,high` and `,low` apart), if they are not.
+fn exactly(args: &[String], tokens: &[String]) -> Option<String> {
+    let found = with_key(args, KEY);
+    let mut have = found.clone();
+    let mut want: Vec<&str> = tokens.iter().map(String::as_str).collect();
+    have.sort_unstable();
+    want.sort_unstable();
+    if have == want {
+        return None;
     }
+    Some(match found.as_slice() {
+        [] => "has no crashkernel=".to_string(),
+        f => format!("has {}", f.join(" ")),
+    })
 }
 
 /// The `crashkernel=` arguments the boot configuration held before the package

@@ -93,11 +93,11 @@ fn check_boot(
     match (crashkernel, &state.boot) {
         (Some(ck), _) => {
             let boot = Boot::new(host, BootConfig::detect(host, platform.family)?, store);
-            c.expect_none(boot.check(&ck.token())?);
+            c.expect_none(boot.check(&ck.tokens())?);
         }
         (None, Some(rec)) => c.fail(format!(
             "the configMap has no crashkernel key, but {} set by an earlier config is still recorded; run config again",
-            rec.token()
+            rec.tokens().join(" ")
         )),
         (None, None) => log::info!("no crashkernel key: the boot configuration is the distribution's, not checked"),
     }
@@ -116,20 +116,11 @@ pub fn post_interrupt_check(step: &Step) -> Result<Outcome> {
     let found = with_key(&cmdline, KEY);
     let booted_with_ours = match &input.crashkernel {
         Some(ck) => {
-            let token = ck.token();
-            let ok = found.last() == Some(&token.as_str());
+            let token = ck.tokens().join(" ");
+            let overridden = crate::crashkernel::not_in_effect(&found, &ck.tokens());
+            let ok = overridden.is_none();
             c.expect(ok, || {
-                let what = if found.contains(&token.as_str()) {
-                    format!(
-                        "has {token}, but a later {} overrides it (the kernel uses the last one); remove the other \
-                         crashkernel= from the boot configuration",
-                        found.last().unwrap_or(&"")
-                    )
-                } else if found.is_empty() {
-                    "has no crashkernel=".to_string()
-                } else {
-                    format!("has {} instead", found.join(" "))
-                };
+                let what = overridden.unwrap_or_default();
                 format!(
                     "the running kernel was not booted with {token}: /proc/cmdline {what}. Has the node rebooted since \
                      config? Check that the default boot entry carries it ({}) and that the node boots that entry",
@@ -162,7 +153,10 @@ pub fn post_interrupt_check(step: &Step) -> Result<Outcome> {
              (CONFIG_KEXEC_CORE / CONFIG_CRASH_DUMP), or /sys is not mounted"
         )),
         Some(0) => c.fail(reservation_failed(host, input.crashkernel.as_ref(), booted_with_ours)),
-        Some(n) => log::info!("{} reserved for the crash kernel", human(n)),
+        Some(n) => match input.crashkernel.as_ref().filter(|_| booted_with_ours) {
+            Some(ck) => check_reserved_size(host, ck, n, &mut c),
+            None => log::info!("{} reserved for the crash kernel", human(n)),
+        },
     }
 
     let loaded = host.read_to_string(KEXEC_CRASH_LOADED)?.map(|s| s.trim().to_string());
@@ -201,7 +195,7 @@ fn check_next_boot(
     if !matches!(BootConfig::detect(host, platform.family), Ok(BootConfig::Grubby)) {
         return Ok(());
     }
-    for unmet in Boot::new(host, BootConfig::Grubby, store).check(&ck.token())? {
+    for unmet in Boot::new(host, BootConfig::Grubby, store).check(&ck.tokens())? {
         c.fail(format!(
             "{unmet}: the next boot loses it (kdumpctl resets crashkernel= at a kernel install unless /etc/kdump.conf \
              says `{}`); run config again",
@@ -209,6 +203,41 @@ fn check_next_boot(
         ));
     }
     Ok(())
+}
+
+/// The reservation the kernel reports (`reported` bytes in [`KEXEC_CRASH_SIZE`]) is
+/// at least the main region `ck` asks for. Older kernels count only the main region
+/// (`crashk_res`) in that file; current ones add the low region (`crashk_low_res`:
+/// `,low`, or the default one that `,high`, or a fallback above 4 GiB, brings). So
+/// the file may say more than the main region, never less unless memory was
+/// released since boot (a write to the file shrinks the reservation). The range is chosen from `MemTotal`, which is below
+/// the memory the kernel chose from, so the expected size is never too high.
+fn check_reserved_size(host: &Host, ck: &CrashKernel, reported: u64, c: &mut Checklist) {
+    let Some(expected) = host.total_memory().ok().and_then(|total| ck.reservation(total)) else {
+        log::info!("{} reserved for the crash kernel", human(reported));
+        return;
+    };
+    c.expect(reported >= expected, || {
+        format!(
+            "{KEXEC_CRASH_SIZE} says {} ({reported} bytes) are reserved for the crash kernel, less than the {} \
+             ({expected} bytes) that crashkernel={ck} asks for: memory was released by a write to \
+             {KEXEC_CRASH_SIZE} since boot. Reboot the node to reserve it again",
+            human(reported),
+            human(expected)
+        )
+    });
+    if reported >= expected {
+        let low = match ck.low() {
+            Some(low) => format!(", {} of it below 4 GiB (,low)", human(low)),
+            None => String::new(),
+        };
+        log::info!(
+            "{} reserved for the crash kernel (crashkernel={ck} asks {}{low}; newer kernels count the low \
+             region in {KEXEC_CRASH_SIZE} too)",
+            human(reported),
+            human(expected)
+        );
+    }
 }
 
 /// Why no memory is reserved, as precisely as the node tells.

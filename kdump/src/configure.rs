@@ -35,6 +35,11 @@ pub fn config(step: &Step) -> Result<Outcome> {
         None
     };
 
+    // Everything validated before anything changes: a value this boot tool cannot carry too.
+    if let (Some(boot), Some(ck)) = (&boot, &input.crashkernel) {
+        boot.can_carry(ck)?;
+    }
+
     // kdump.conf first: on RHEL-like hosts it stops kdumpctl resetting the
     // crashkernel= about to go on (a kernel installed in between keeps it).
     let service_changed = deploy_conf(step, &platform, &input, &mut state, &store)?;
@@ -43,7 +48,7 @@ pub fn config(step: &Step) -> Result<Outcome> {
         (Some(boot), Some(ck)) => {
             let changed = boot.set(&mut state, ck)?;
             if !changed {
-                log::info!("{} is already on the boot configuration", ck.token());
+                log::info!("{} is already on the boot configuration", ck.tokens().join(" "));
             }
             changed
         }

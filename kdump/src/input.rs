@@ -61,7 +61,8 @@ impl Input {
                 Err(why) => problems.push(format!(
                     "configMap key {CRASHKERNEL_KEY:?} ({text:?}) is not a crashkernel value the kernel accepts: {why}. \
                      Accepted: a size (256M, 1G), size@offset (256M@16M), a range list \
-                     (1G-4G:192M,4G-64G:256M,64G-:512M, optionally @offset), size,high, size,low, or auto"
+                     (1G-4G:192M,4G-64G:256M,64G-:512M, optionally @offset), size,high (512M,high), \
+                     size,high with its size,low (1G,high 128M,low), or auto"
                 )),
             },
             Err(e) => problems.push(e.to_string()),
@@ -141,7 +142,7 @@ fn check_against_node(ck: &CrashKernel, platform: &Platform, host: &Host) -> Res
         return Ok(());
     }
     let total = host.total_memory()?;
-    let reserved = ck.reservation(total).unwrap_or(0);
+    let reserved = ck.reservation(total).unwrap_or(0).saturating_add(ck.low().unwrap_or(0));
     if reserved.saturating_mul(2) > total {
         return Err(Error::input(format!(
             "configMap key {CRASHKERNEL_KEY:?}: crashkernel={ck} would reserve {} ({reserved} bytes) on this node, \
@@ -200,7 +201,7 @@ mod tests {
     fn trims_the_value_and_treats_empty_as_absent() {
         let m = ConfigMaps::from_entries([("crashkernel", "256M\n"), ("kdump.conf", "  \n")]);
         let i = Input::parse(&m).unwrap();
-        assert_eq!(i.crashkernel.unwrap().token(), "crashkernel=256M");
+        assert_eq!(i.crashkernel.unwrap().tokens(), ["crashkernel=256M"]);
         assert_eq!(i.kdump_conf, None);
         let m = ConfigMaps::from_entries([("crashkernel", "\n")]);
         assert_eq!(Input::parse(&m).unwrap(), Input::default());

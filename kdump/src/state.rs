@@ -46,7 +46,7 @@ pub struct InstallRecord {
 /// Our crashkernel value on the boot configuration.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct BootRecord {
-    /// The value (`256M`), without `crashkernel=`.
+    /// The value (`256M`, `1G,high 128M,low`), without `crashkernel=`.
     pub crashkernel: String,
     /// The boot files were changed but the boot configuration may not have been
     /// regenerated yet (a run was interrupted): the next run regenerates it.
@@ -61,9 +61,9 @@ pub struct BootRecord {
 }
 
 impl BootRecord {
-    /// Our kernel argument: `crashkernel=<value>`.
-    pub fn token(&self) -> String {
-        format!("crashkernel={}", self.crashkernel)
+    /// Our kernel arguments: `crashkernel=<value>`, one per value.
+    pub fn tokens(&self) -> Vec<String> {
+        crate::crashkernel::tokens_of(&self.crashkernel)
     }
 }
 

@@ -40,7 +40,8 @@ pub const RECEIPT: &str = "kdump-uninstall-receipt.json";
 /// What uninstall undid, for uninstall-check.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
 pub struct Receipt {
-    /// Our `crashkernel=…` argument, removed from the boot configuration.
+    /// Our `crashkernel=…` arguments (two for a `,high` and `,low` pair, separated by
+    /// a space), removed from the boot configuration.
     pub crashkernel: Option<String>,
     /// The `crashkernel=` arguments the boot configuration had before (they may stay).
     pub original_crashkernel: Vec<String>,
@@ -136,8 +137,11 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     if let Some(boot) = &boot {
         if state.boot.is_some() {
             boot_changed = boot.restore(&mut state, false)?;
-        } else if let Some(ck) = &legacy {
-            boot_changed = boot.remove_legacy(&ck.token())?;
+        } else if let Some(ck) = &legacy
+            && let [token] = ck.tokens().as_slice()
+        {
+            // The bash package wrote one argument: a pair was never its.
+            boot_changed = boot.remove_legacy(token)?;
         }
     }
 
@@ -212,10 +216,10 @@ impl Receipt {
         }
         if has_boot {
             if let Some(rec) = &state.boot {
-                receipt.crashkernel = Some(rec.token());
+                receipt.crashkernel = Some(rec.tokens().join(" "));
                 receipt.original_crashkernel = boot::original_tokens(&rec.original)?;
             } else if let Some(ck) = legacy {
-                receipt.crashkernel = Some(ck.token());
+                receipt.crashkernel = Some(ck.tokens().join(" "));
             }
         }
         receipt.save(step)?;
@@ -245,16 +249,24 @@ pub fn uninstall_check(step: &Step) -> Result<Outcome> {
         Input::parse(&step.configmaps)
             .ok()
             .and_then(|i| i.crashkernel)
-            .map(|ck| ck.token())
+            .map(|ck| ck.tokens().join(" "))
     });
     let originals = receipt
         .as_ref()
         .map(|r| r.original_crashkernel.clone())
         .unwrap_or_default();
-    if let Some(token) = token.filter(|t| !originals.contains(t)) {
+    // Ours, less what the boot configuration had before (the distribution's may stay).
+    let ours: Vec<String> = token
+        .iter()
+        .flat_map(|t| t.split(' '))
+        .filter(|t| !t.is_empty() && !originals.iter().any(|o| o == t))
+        .map(str::to_string)
+        .collect();
+    if !ours.is_empty() {
+        let token = ours.join(" ");
         match BootConfig::detect(host, platform.family) {
             Ok(config) => {
-                let places = Boot::new(host, config, &store).carrying(&token)?;
+                let places = Boot::new(host, config, &store).carrying(&ours)?;
                 c.expect(places.is_empty(), || {
                     format!(
                         "{token} is still on the boot configuration: {}; run uninstall again",

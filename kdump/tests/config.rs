@@ -117,18 +117,19 @@ fn accepts_every_form_of_the_kernel_syntax() {
         "1G-4G:192M,4G-64G:256M,64G-:512M@16M",
         "384M-:128M",
         "512M,high",
-        "128M,low",
+        "1G,high 128M,low",
         "auto",
     ] {
         node.configmap("crashkernel", format!("{value}\n"));
         node.run("config").expect_code(0);
-        let token = format!("crashkernel={value}");
+        // One argument per value: a ,high value and its ,low one are two.
+        let tokens: Vec<String> = value.split(' ').map(|v| format!("crashkernel={v}")).collect();
         let args = default_entry_args(&node, DEBIAN);
         assert_eq!(
             args.split_whitespace()
                 .filter(|a| a.starts_with("crashkernel="))
                 .collect::<Vec<_>>(),
-            [token.as_str()],
+            tokens,
             "{value}"
         );
         node.run("config-check").expect_code(0);
@@ -155,6 +156,8 @@ fn refuses_anything_else_before_changing_anything() {
             "`reboot`",
             "256M\" quiet \"",
             "AUTO",
+            "128M,low",
+            "1G,high 512M",
         ] {
             node.configmap("crashkernel", value);
             node.configmap("kdump.conf", "path /srv/crash\n");

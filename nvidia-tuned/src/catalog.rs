@@ -57,6 +57,9 @@ pub struct FileEntry {
     pub takes_effect: String,
     /// Whether it takes effect only after a reboot.
     pub needs_reboot: bool,
+    /// The services to restart for it to take effect (the `service` interrupt).
+    #[serde(default)]
+    pub restart: Vec<String>,
 }
 
 /// A cloud service's wrapper profile and its files.

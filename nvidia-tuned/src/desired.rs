@@ -99,8 +99,8 @@ impl Desired {
             log::info!("{} takes effect {}", file.path.display(), file.takes_effect);
             needs = needs.combine(if file.needs_reboot {
                 Interrupt::Reboot
-            } else if file.path.starts_with("/etc/systemd/system/containerd.service.d") {
-                Interrupt::service(["containerd"])
+            } else if !file.restart.is_empty() {
+                Interrupt::service(file.restart.iter().cloned())
             } else {
                 Interrupt::NoOp
             });

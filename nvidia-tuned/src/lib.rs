@@ -29,6 +29,27 @@ use crate::desired::Desired;
 
 pub use crate::effective::catalog;
 
+/// Validates a configMap offline, as config reads it (the entry point of `skyhook-pkg
+/// lint`): the keys, and for a named accelerator the catalog combination (common
+/// profiles). `Err(Error::Input)` lists every problem; `auto` is resolved on the node.
+pub fn validate(configmaps: &ConfigMaps) -> Result<()> {
+    let catalog = Catalog::embedded();
+    let request = request::Request::read(configmaps, &catalog.manifest)?;
+    if request.accelerator == request::AUTO {
+        return Ok(());
+    }
+    let choice = catalog::Choice {
+        accelerator: request.accelerator,
+        intent: request.intent,
+        service: request.service,
+        os: None,
+    };
+    catalog
+        .render(&choice)
+        .map(|_| ())
+        .map_err(|e| Error::input(e.to_string()))
+}
+
 /// The nvidia-tuned package.
 pub struct NvidiaTuned;
 

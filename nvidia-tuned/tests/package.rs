@@ -386,3 +386,30 @@ fn a_restart_a_killed_config_owed_is_done_by_the_rerun() {
         .unwrap();
     assert!(!state.contains("restart_pending"), "{state}");
 }
+
+#[test]
+fn container_optimized_os_is_refused_before_any_change() {
+    let node = node(&[("accelerator", "h100")]);
+    node.file(
+        "/etc/os-release",
+        "NAME=\"Container-Optimized OS\"\nID=cos\nVERSION_ID=117\n",
+    );
+    let before = node.snapshot();
+    node.run("config").expect_code(1).expect_output("ID=cos");
+    before.assert_same(&node.snapshot());
+}
+
+#[test]
+fn validate_is_the_offline_check_lint_uses() {
+    use skyhook_core::ConfigMaps;
+    let ok = ConfigMaps::from_entries([("accelerator", "gb200"), ("intent", "inference"), ("service", "eks")]);
+    nvidia_tuned::validate(&ok).unwrap();
+    nvidia_tuned::validate(&ConfigMaps::from_entries([("accelerator", "auto")])).unwrap();
+    let bad = ConfigMaps::from_entries([("accelerator", "a100"), ("intent", "training")]);
+    let e = nvidia_tuned::validate(&bad).unwrap_err().to_string();
+    assert!(
+        e.contains("\"accelerator\" line 1 (\"a100\")") && e.contains("supported: h100, gb200, auto"),
+        "{e}"
+    );
+    assert!(e.contains("\"intent\" line 1 (\"training\")"), "{e}");
+}

@@ -3,7 +3,10 @@
 //! its kill points are its own system calls around an idempotent script (spawning
 //! the interpreter, relaying output); killed at each of them
 //! (skyhook_testkit::killpoint) and rerun, a stage must end exactly where an
-//! uninterrupted run ends, leaving nothing of the package's behind.
+//! uninterrupted run ends, leaving nothing of the package's behind. The one file it
+//! does write, the copy of `uninstall.sh` kept for older operators under
+//! `/var/lib/skyhook-packages/shellscript/<name>/`, is in the scenario, and every
+//! mutating call is a kill point (no stride), so its write is covered.
 
 mod common;
 
@@ -14,6 +17,10 @@ use skyhook_testkit::killpoint::KillPoints;
 const CONFIG: &str = "#!/bin/sh\nset -e\nmkdir -p \"$SKYHOOK_HOST_ROOT/etc/demo\"\n\
 printf 'value=1\\n' > \"$SKYHOOK_HOST_ROOT/etc/demo/settings\"\necho configured\n";
 const CONFIG_CHECK: &str = "#!/bin/sh\ngrep -qx value=1 \"$SKYHOOK_HOST_ROOT/etc/demo/settings\"\n";
+/// The uninstall script every stage keeps a copy of (see `shellscript::kept`).
+const UNINSTALL: &str = "#!/bin/sh\nrm -rf \"$SKYHOOK_HOST_ROOT/etc/demo\"\n";
+/// Where config keeps it, for the package named `shellscript`.
+const KEPT: &str = "/var/lib/skyhook-packages/shellscript/shellscript/uninstall.sh";
 
 #[test]
 fn a_stage_killed_anywhere_converges_on_rerun() {
@@ -21,8 +28,18 @@ fn a_stage_killed_anywhere_converges_on_rerun() {
     n.host_program("mkdir", "/bin/mkdir")
         .host_program("grep", "/bin/grep")
         .configmap("config.sh", CONFIG)
-        .configmap("config_check.sh", CONFIG_CHECK);
-    let report = KillPoints::new(&n, "config").check("config-check").at_most(40).run();
+        .configmap("config_check.sh", CONFIG_CHECK)
+        .configmap("uninstall.sh", UNINSTALL);
+    let report = KillPoints::new(&n, "config")
+        .check("config-check")
+        .at_most(10_000)
+        .run();
     eprintln!("shellscript {report}");
+    assert_eq!(report.stride, 1, "every mutating call is a kill point: {report}");
     report.assert_converged();
+
+    // What every kill point converged to holds the kept copy, byte for byte, owner-only.
+    n.run("config").expect_code(0);
+    assert_eq!(n.read(KEPT).as_deref(), Some(UNINSTALL), "{KEPT}");
+    assert_eq!(n.mode(KEPT), Some(0o600), "{KEPT}");
 }

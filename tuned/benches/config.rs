@@ -4,26 +4,17 @@
 //! `tuned config` run of the binary on a simulated node when nothing changed (the
 //! cost of every re-run the agent makes). Run with `cargo bench -p tuned`.
 
-use std::time::{Duration, Instant};
-
 use skyhook_core::host::command::RecordingRunner;
 use skyhook_core::{ConfigMaps, Host};
+use skyhook_testkit::bench::{self, Timing};
 use tuned::layout::{Tuned, TunedVersion};
 use tuned::plan::Request;
 
 #[path = "../tests/common/mod.rs"]
 mod common;
 
-fn per_run(runs: u32, mut f: impl FnMut()) -> Duration {
-    f();
-    let start = Instant::now();
-    for _ in 0..runs {
-        f();
-    }
-    start.elapsed() / runs
-}
-
 fn main() {
+    println!("tuned (load average {}):", bench::load_average());
     let dir = tempfile::tempdir().unwrap();
     let host = Host::new(dir.path(), RecordingRunner::succeeding());
     for (name, content) in common::BUILTIN {
@@ -37,24 +28,24 @@ fn main() {
         ("custom_profile_1", common::README_PROFILE_1.to_string()),
         ("ai_init_script", common::README_SCRIPT.to_string()),
     ]);
-    let validate = per_run(2000, || {
+    let validate = bench::time_in_process(2000, || {
         let (request, problems) = Request::read(&configmaps).unwrap();
         assert!(problems.is_empty());
         request.plan(&host, &layout, &Default::default()).unwrap();
     });
     println!(
-        "validate the README example (parse + plan): {:.1} µs per run",
-        validate.as_secs_f64() * 1e6
+        "validate the README example (parse + plan): {:.1} µs wall, {:.1} µs CPU per run",
+        validate.wall.as_secs_f64() * 1e6,
+        validate.cpu.as_secs_f64() * 1e6
     );
 
     let node = common::debian(Some("2.21.0"));
     common::readme_configmap(&node);
     node.run("config").expect_code(0);
-    let rerun = per_run(50, || {
-        node.run("config").expect_code(0);
-    });
+    node.run("config").expect_code(0);
+    let reruns: Vec<Timing> = (0..50).map(|_| bench::time_mode(&node, "config")).collect();
     println!(
-        "tuned config re-run, nothing changed (binary + stand-ins `tuned --version`, `tuned-adm active`): {:.1} ms per run",
-        rerun.as_secs_f64() * 1e3
+        "tuned config re-run, nothing changed (binary + stand-ins `tuned --version`, `tuned-adm active`): {}",
+        bench::summary(&reruns)
     );
 }

@@ -6,9 +6,10 @@
 //!
 //! `cargo bench -p tuning` (optionally `-- <runs>`, default 15 runs per size).
 
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use skyhook_testkit::Node;
+use skyhook_testkit::bench::{self, time_mode};
 
 const SIZES: [usize; 3] = [1_000, 10_000, 20_000];
 const BUDGET_10K: Duration = Duration::from_millis(100);
@@ -50,27 +51,8 @@ fn node(keys: usize) -> Node {
     n
 }
 
-/// The CPU time (user + system) of every child that ended so far.
-fn children_cpu() -> Duration {
-    use nix::sys::resource::{UsageWho, getrusage};
-    let u = getrusage(UsageWho::RUSAGE_CHILDREN).expect("getrusage");
-    let d = |t: nix::sys::time::TimeVal| Duration::new(t.tv_sec() as u64, t.tv_usec() as u32 * 1000);
-    d(u.user_time()) + d(u.system_time())
-}
-
-/// Wall-clock and CPU time of one run.
-fn time(n: &Node, mode: &str) -> (Duration, Duration) {
-    let cpu = children_cpu();
-    let start = Instant::now();
-    let r = n.run(mode);
-    let took = start.elapsed();
-    r.expect_code(0);
-    (took, children_cpu() - cpu)
-}
-
-fn median(mut v: Vec<Duration>) -> Duration {
-    v.sort();
-    v[v.len() / 2]
+fn median(v: Vec<Duration>) -> Duration {
+    bench::median(v).expect("at least one run")
 }
 
 fn ms(d: Duration) -> f64 {
@@ -79,11 +61,10 @@ fn ms(d: Duration) -> f64 {
 
 fn main() {
     let runs: usize = std::env::args().skip(1).find_map(|a| a.parse().ok()).unwrap_or(15);
-    let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
     println!(
         "config-check + post-interrupt-check, median of {runs} runs (release binary, scratch root, fake /proc/sys; \
          load average {})",
-        load.split_whitespace().next().unwrap_or("?")
+        bench::load_average()
     );
     println!(
         "{:>7}  {:>16}  {:>24}  {:>13}  {:>12}  {:>12}",
@@ -94,12 +75,12 @@ fn main() {
         let n = node(keys);
         let (mut cc, mut pic, mut wall, mut cpu) = (Vec::new(), Vec::new(), Vec::new(), Vec::new());
         for _ in 0..runs {
-            let (a, a_cpu) = time(&n, "config-check");
-            let (b, b_cpu) = time(&n, "post-interrupt-check");
-            cc.push(a);
-            pic.push(b);
-            wall.push(a + b);
-            cpu.push(a_cpu + b_cpu);
+            let a = time_mode(&n, "config-check");
+            let b = time_mode(&n, "post-interrupt-check");
+            cc.push(a.wall);
+            pic.push(b.wall);
+            wall.push(a.wall + b.wall);
+            cpu.push(a.cpu + b.cpu);
         }
         let (t, c) = (median(wall), median(cpu));
         totals.push((keys, t, c));

@@ -233,7 +233,8 @@ impl Agent {
 
     fn save_history(&self) -> Result<(), ToolError> {
         let path = self.real(&self.history_path());
-        let json = serde_json::to_vec_pretty(&self.history).map_err(|e| ToolError::Other(e.to_string()))?;
+        // Strings, booleans and string maps: serializing them cannot fail.
+        let json = serde_json::to_vec_pretty(&self.history).expect("the history serializes");
         skyhook_core::host::write_atomic(&path, &json, 0o644)
             .map_err(|e| ToolError::io("save the local agent's history", &path, e))
     }

@@ -15,6 +15,7 @@ use std::io::Read;
 use std::path::Path;
 use std::process::Command;
 
+use crate::error::{ChangedError, ToolError};
 use crate::workspace;
 
 /// Paths (relative to the repository root) whose change affects every package image.
@@ -61,17 +62,19 @@ pub fn affected(paths: &[String], packages: &[String]) -> Vec<String> {
 /// The paths changed between two git revisions of the repository at `dir`
 /// (`git diff --name-only base...head`: what the pull request changes since it left
 /// its base).
-pub fn git_changed_paths(dir: &Path, base: &str, head: &str) -> Result<Vec<String>, String> {
+pub fn git_changed_paths(dir: &Path, base: &str, head: &str) -> Result<Vec<String>, ToolError> {
     let out = Command::new("git")
         .current_dir(dir)
         .args(["diff", "--name-only", "--no-renames", &format!("{base}...{head}"), "--"])
         .output()
-        .map_err(|e| format!("cannot run git: {e}"))?;
+        .map_err(|e| ToolError::spawn("git diff", e))?;
     if !out.status.success() {
-        return Err(format!(
-            "git diff {base}...{head} failed (is the history fetched? check out with fetch-depth: 0): {}",
-            String::from_utf8_lossy(&out.stderr).trim()
-        ));
+        return Err(ChangedError::GitDiff {
+            base: base.to_string(),
+            head: head.to_string(),
+            stderr: String::from_utf8_lossy(&out.stderr).trim().to_string(),
+        }
+        .into());
     }
     Ok(String::from_utf8_lossy(&out.stdout)
         .lines()
@@ -86,15 +89,15 @@ pub fn output(packages: &[String]) -> String {
 
 /// `skyhook-pkg changed [--base REV [--head REV]] [PATH…|-]`: paths from git, the
 /// arguments, or standard input (`-`).
-pub fn run(paths: &[String], base: Option<&str>, head: &str) -> Result<bool, String> {
+pub fn run(paths: &[String], base: Option<&str>, head: &str) -> Result<bool, ToolError> {
     let paths = match (base, paths) {
         (Some(base), []) => git_changed_paths(&workspace::root(), base, head)?,
-        (Some(_), _) => return Err("give either --base or changed paths, not both".into()),
+        (Some(_), _) => return Err(ToolError::usage("give either --base or changed paths, not both")),
         (None, [dash]) if dash == "-" => {
             let mut text = String::new();
             std::io::stdin()
                 .read_to_string(&mut text)
-                .map_err(|e| format!("cannot read the changed paths from standard input: {e}"))?;
+                .map_err(ChangedError::Stdin)?;
             text.lines()
                 .filter(|l| !l.trim().is_empty())
                 .map(str::to_string)
@@ -227,6 +230,11 @@ mod tests {
             Vec::<String>::new()
         );
         let e = git_changed_paths(d.path(), "no-such-revision", "pr").unwrap_err();
-        assert!(e.contains("fetch-depth"), "{e}");
+        assert!(
+            matches!(&e, ToolError::Changed(ChangedError::GitDiff { base, head, stderr })
+                if base == "no-such-revision" && head == "pr" && stderr.contains("no-such-revision")),
+            "{e}"
+        );
+        assert!(e.to_string().contains("fetch-depth"), "{e}");
     }
 }

@@ -28,6 +28,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::error::{DistError, ToolError};
 use crate::{elf, platform, toolchain, validate, workspace};
 
 /// One assembled package, for the summary table.
@@ -48,15 +49,16 @@ pub struct Assembled {
 }
 
 /// This machine's Rust target triple (`rustc -vV`).
-pub fn host_triple() -> Result<String, String> {
-    let out = Command::new(std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into()))
+pub fn host_triple() -> Result<String, ToolError> {
+    let rustc = std::env::var("RUSTC").unwrap_or_else(|_| "rustc".into());
+    let out = Command::new(&rustc)
         .arg("-vV")
         .output()
-        .map_err(|e| format!("cannot run rustc -vV: {e}"))?;
+        .map_err(|e| ToolError::spawn(format!("{rustc} -vV"), e))?;
     String::from_utf8_lossy(&out.stdout)
         .lines()
         .find_map(|l| l.strip_prefix("host: ").map(str::to_string))
-        .ok_or_else(|| "rustc -vV printed no host triple".to_string())
+        .ok_or_else(|| DistError::NoHostTriple { rustc }.into())
 }
 
 /// The rustflags for a static build: the caller's `RUSTFLAGS` plus crt-static.
@@ -70,7 +72,7 @@ pub fn static_rustflags(existing: Option<&str>) -> String {
 /// toolchain that has the target's standard library ([`toolchain::for_target`]), the
 /// cross linker when the target is of another architecture, and `+crt-static`.
 /// Also how `skyhook-pkg test` runs the tests for another architecture.
-pub fn cargo_for(root: &Path, subcommand: &str, target: &str) -> Result<Command, String> {
+pub fn cargo_for(root: &Path, subcommand: &str, target: &str) -> Result<Command, ToolError> {
     let rust = toolchain::for_target(target)?;
     let mut cmd = Command::new(&rust.cargo);
     if let Some(rustc) = &rust.rustc {
@@ -104,16 +106,23 @@ pub fn cargo_for(root: &Path, subcommand: &str, target: &str) -> Result<Command,
 
 /// Builds the release binaries of `packages` for `target`; returns the directory
 /// holding them.
-pub fn build(root: &Path, packages: &[String], target: &str) -> Result<PathBuf, String> {
+pub fn build(root: &Path, packages: &[String], target: &str) -> Result<PathBuf, ToolError> {
     let mut cmd = cargo_for(root, "build", target)?;
     cmd.arg("--release");
     for p in packages {
         cmd.args(["-p", p]);
     }
     eprintln!("building {} for {target}", packages.join(", "));
-    let status = cmd.status().map_err(|e| format!("cannot run cargo: {e}"))?;
+    let status = cmd
+        .status()
+        .map_err(|e| ToolError::spawn(format!("{} build", cmd.get_program().to_string_lossy()), e))?;
     if !status.success() {
-        return Err(format!("cargo build failed ({status})"));
+        return Err(DistError::BuildFailed {
+            packages: packages.to_vec(),
+            target: target.to_string(),
+            status,
+        }
+        .into());
     }
     let target_dir = std::env::var_os("CARGO_TARGET_DIR")
         .map(PathBuf::from)
@@ -123,24 +132,24 @@ pub fn build(root: &Path, packages: &[String], target: &str) -> Result<PathBuf, 
 }
 
 /// Assembles `out/<name>` from the package source `src` and its built `binary`.
-pub fn assemble(src: &Path, binary: &Path, out: &Path, name: &str) -> Result<(), String> {
-    let io = |what: &str, e: std::io::Error| format!("{name}: cannot {what}: {e}");
+pub fn assemble(src: &Path, binary: &Path, out: &Path, name: &str) -> Result<(), ToolError> {
+    let io = |what: &str, path: &Path, e| ToolError::io(format!("assemble {name}: {what}"), path, e);
     if out.exists() {
-        fs::remove_dir_all(out).map_err(|e| io("clear the old tree", e))?;
+        fs::remove_dir_all(out).map_err(|e| io("clear the old tree", out, e))?;
     }
     let skyhook_dir = out.join("skyhook_dir");
-    fs::create_dir_all(&skyhook_dir).map_err(|e| io("create skyhook_dir", e))?;
+    fs::create_dir_all(&skyhook_dir).map_err(|e| io("create skyhook_dir", &skyhook_dir, e))?;
     for f in ["config.json", "README.md"] {
-        fs::copy(src.join(f), out.join(f)).map_err(|e| io(&format!("copy {f}"), e))?;
+        fs::copy(src.join(f), out.join(f)).map_err(|e| io(&format!("copy {f}"), &src.join(f), e))?;
     }
     let bin = skyhook_dir.join(name);
-    fs::copy(binary, &bin).map_err(|e| io("copy the binary", e))?;
-    fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).map_err(|e| io("chmod the binary", e))?;
-    std::os::unix::fs::symlink(name, skyhook_dir.join(format!("{name}_check")))
-        .map_err(|e| io("link the check binary", e))?;
+    fs::copy(binary, &bin).map_err(|e| io("copy the binary", binary, e))?;
+    fs::set_permissions(&bin, fs::Permissions::from_mode(0o755)).map_err(|e| io("chmod the binary", &bin, e))?;
+    let check = skyhook_dir.join(format!("{name}_check"));
+    std::os::unix::fs::symlink(name, &check).map_err(|e| io("link the check binary", &check, e))?;
     let root_dir = src.join("root_dir");
     if root_dir.is_dir() {
-        copy_tree(&root_dir, &out.join("root_dir")).map_err(|e| io("copy root_dir", e))?;
+        copy_tree(&root_dir, &out.join("root_dir")).map_err(|e| io("copy root_dir", &root_dir, e))?;
     }
     Ok(())
 }
@@ -166,10 +175,15 @@ pub fn copy_tree(from: &Path, to: &Path) -> std::io::Result<()> {
 }
 
 /// Describes an assembled tree, validating it.
-pub fn describe(tree: &Path, name: &str) -> Result<Assembled, String> {
+pub fn describe(tree: &Path, name: &str) -> Result<Assembled, ToolError> {
     let bin = tree.join("skyhook_dir").join(name);
-    let text = fs::read_to_string(tree.join("config.json")).map_err(|e| format!("{name}: {e}"))?;
-    let cfg = skyhook_core::config::parse(&text).map_err(|r| format!("{name}: config.json: {:?}", r.errors))?;
+    let config = tree.join("config.json");
+    let text = fs::read_to_string(&config).map_err(|e| ToolError::io("read the assembled config.json", &config, e))?;
+    let cfg = skyhook_core::config::parse(&text).map_err(|r| DistError::BadConfig {
+        package: name.to_string(),
+        path: config.clone(),
+        errors: r.errors.iter().map(ToString::to_string).collect(),
+    })?;
     let target = validate::Target {
         config: tree.join("config.json"),
         skyhook_dir: tree.join("skyhook_dir"),
@@ -180,8 +194,10 @@ pub fn describe(tree: &Path, name: &str) -> Result<Assembled, String> {
     Ok(Assembled {
         name: name.to_string(),
         version: cfg.package_version.clone(),
-        size: fs::metadata(&bin).map_err(|e| format!("{}: {e}", bin.display()))?.len(),
-        elf: elf::inspect(&bin).map_err(|e| e.to_string())?,
+        size: fs::metadata(&bin)
+            .map_err(|e| ToolError::io("read the size of the binary", &bin, e))?
+            .len(),
+        elf: elf::inspect(&bin).map_err(|e| ToolError::io("read the ELF header of the binary", &bin, e))?,
         modes: cfg.defined_modes().iter().map(|m| m.as_str().to_string()).collect(),
         valid,
     })
@@ -233,7 +249,7 @@ pub fn nss_problem(binary: &[u8]) -> Option<String> {
 
 /// The targets `--target` names: this machine's when absent, every published
 /// platform's for `all`, else the one triple given.
-pub fn targets(spec: Option<&str>) -> Result<Vec<String>, String> {
+pub fn targets(spec: Option<&str>) -> Result<Vec<String>, ToolError> {
     Ok(match spec {
         None => vec![host_triple()?],
         Some("all") => platform::published_triples(),
@@ -248,7 +264,7 @@ pub fn target_out(out: &Path, target: &str, several: bool) -> PathBuf {
 }
 
 /// Builds and assembles `selected` for `target` into `out`, checking every tree.
-fn dist_target(root: &Path, selected: &[String], target: &str, out: &Path) -> Result<Vec<Assembled>, String> {
+fn dist_target(root: &Path, selected: &[String], target: &str, out: &Path) -> Result<Vec<Assembled>, ToolError> {
     let bin_dir = build(root, selected, target)?;
     let mut rows = Vec::new();
     for name in selected {
@@ -263,7 +279,8 @@ fn dist_target(root: &Path, selected: &[String], target: &str, out: &Path) -> Re
             );
             row.valid = false;
         }
-        let binary = fs::read(tree.join("skyhook_dir").join(name)).map_err(|e| format!("{name}: {e}"))?;
+        let bin = tree.join("skyhook_dir").join(name);
+        let binary = fs::read(&bin).map_err(|e| ToolError::io("read the binary", &bin, e))?;
         for problem in arch_mismatch(&row.elf, target).into_iter().chain(nss_problem(&binary)) {
             println!("FAIL  {name} ({target}): {problem}");
             row.valid = false;
@@ -275,7 +292,7 @@ fn dist_target(root: &Path, selected: &[String], target: &str, out: &Path) -> Re
 
 /// `skyhook-pkg dist [packages] [--target TRIPLE|all] [--out]`: true when every tree
 /// is valid and every binary static and of its target's architecture.
-pub fn run(packages: &[String], target: Option<&str>, out: Option<&Path>) -> Result<bool, String> {
+pub fn run(packages: &[String], target: Option<&str>, out: Option<&Path>) -> Result<bool, ToolError> {
     let root = workspace::root();
     let known = workspace::packages(&root);
     let selected: Vec<String> = if packages.is_empty() {
@@ -284,10 +301,7 @@ pub fn run(packages: &[String], target: Option<&str>, out: Option<&Path>) -> Res
         packages.to_vec()
     };
     if let Some(unknown) = selected.iter().find(|p| !known.contains(p)) {
-        return Err(format!(
-            "unknown package {unknown:?}; the packages are: {}",
-            known.join(", ")
-        ));
+        return Err(ToolError::unknown_package(unknown, &known));
     }
     let targets = targets(target)?;
     let out = out.map(Path::to_path_buf).unwrap_or_else(|| root.join("dist"));
@@ -362,6 +376,29 @@ mod tests {
         assert_eq!(
             target_out(out, "aarch64-unknown-linux-gnu", true),
             Path::new("/o/aarch64-unknown-linux-gnu")
+        );
+    }
+
+    #[test]
+    fn a_tree_that_cannot_be_assembled_or_described_names_the_file() {
+        let d = tempfile::tempdir().unwrap();
+        let src = d.path().join("demo");
+        fs::create_dir_all(&src).unwrap();
+        fs::write(src.join("config.json"), "{ not json").unwrap();
+        let out = d.path().join("dist/demo");
+        let e = assemble(&src, &d.path().join("built"), &out, "demo").unwrap_err();
+        assert!(
+            matches!(&e, ToolError::Io { what, path, .. } if what == "assemble demo: copy README.md" && path == &src.join("README.md")),
+            "{e}"
+        );
+        fs::write(src.join("README.md"), "# demo").unwrap();
+        fs::write(d.path().join("built"), "binary").unwrap();
+        assemble(&src, &d.path().join("built"), &out, "demo").unwrap();
+        let e = describe(&out, "demo").unwrap_err();
+        assert!(
+            matches!(&e, ToolError::Dist(DistError::BadConfig { package, path, errors })
+                if package == "demo" && path == &out.join("config.json") && !errors.is_empty()),
+            "{e}"
         );
     }
 

@@ -8,10 +8,11 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
+use crate::error::ToolError;
 use crate::{dist, elf, workspace};
 
 /// `skyhook-pkg dist-self [--target] --out FILE`: true when the binary is static.
-pub fn run(target: Option<&str>, out: &Path) -> Result<bool, String> {
+pub fn run(target: Option<&str>, out: &Path) -> Result<bool, ToolError> {
     let root = workspace::root();
     let target = match target {
         Some(t) => t.to_string(),
@@ -19,11 +20,12 @@ pub fn run(target: Option<&str>, out: &Path) -> Result<bool, String> {
     };
     let built = dist::build(&root, &["skyhook-pkg".to_string()], &target)?.join("skyhook-pkg");
     if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
-        fs::create_dir_all(parent).map_err(|e| format!("{}: {e}", parent.display()))?;
+        fs::create_dir_all(parent).map_err(|e| ToolError::io("create the --out directory", parent, e))?;
     }
-    fs::copy(&built, out).map_err(|e| format!("{} -> {}: {e}", built.display(), out.display()))?;
-    fs::set_permissions(out, fs::Permissions::from_mode(0o755)).map_err(|e| format!("{}: {e}", out.display()))?;
-    let info = elf::inspect(out).map_err(|e| format!("{}: {e}", out.display()))?;
+    fs::copy(&built, out).map_err(|e| ToolError::io(format!("copy the built {} to --out", built.display()), out, e))?;
+    fs::set_permissions(out, fs::Permissions::from_mode(0o755))
+        .map_err(|e| ToolError::io("make the binary executable", out, e))?;
+    let info = elf::inspect(out).map_err(|e| ToolError::io("read the ELF header of the binary", out, e))?;
     println!(
         "{}: skyhook-pkg for {target}, {}, {}",
         out.display(),

@@ -11,6 +11,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::error::ToolError;
 use crate::workspace;
 
 /// Where the template lives, relative to the workspace root.
@@ -30,7 +31,7 @@ pub fn dockerfile_path(root: &Path, package: &str) -> PathBuf {
 }
 
 /// The packages whose Dockerfile differs from the template (or is missing).
-pub fn stale(root: &Path) -> Result<Vec<String>, String> {
+pub fn stale(root: &Path) -> Result<Vec<String>, ToolError> {
     let template = read_template(root)?;
     Ok(workspace::packages(root)
         .into_iter()
@@ -38,9 +39,9 @@ pub fn stale(root: &Path) -> Result<Vec<String>, String> {
         .collect())
 }
 
-fn read_template(root: &Path) -> Result<String, String> {
+fn read_template(root: &Path) -> Result<String, ToolError> {
     let path = root.join(TEMPLATE);
-    fs::read_to_string(&path).map_err(|e| format!("{}: {e}", path.display()))
+    fs::read_to_string(&path).map_err(|e| ToolError::io("read the Dockerfile template", &path, e))
 }
 
 /// One instruction of a Dockerfile: its keyword (upper case) and its arguments, with
@@ -206,14 +207,14 @@ fn final_stage_problems(final_stage: &[(String, String)], stages: &[String]) -> 
 }
 
 /// `skyhook-pkg dockerfiles [--write]`.
-pub fn run(write: bool) -> Result<bool, String> {
+pub fn run(write: bool) -> Result<bool, ToolError> {
     let root = workspace::root();
     let template = read_template(&root)?;
     let stale = stale(&root)?;
     for p in &stale {
         let path = dockerfile_path(&root, p);
         if write {
-            fs::write(&path, render(&template, p)).map_err(|e| format!("{}: {e}", path.display()))?;
+            fs::write(&path, render(&template, p)).map_err(|e| ToolError::io("write the Dockerfile", &path, e))?;
             println!("wrote {}", path.display());
         } else {
             println!("STALE {}: differs from {TEMPLATE}", path.display());

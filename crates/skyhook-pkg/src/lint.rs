@@ -413,7 +413,7 @@ fn check_interrupts(at: &mut Report, kind: Kind, entry: &ScrEntry) {
         Ok(d) => d,
         Err(why) => {
             let raw = entry.interrupt.as_ref().map(Value::to_string).unwrap_or_default();
-            at.add(&["interrupt"], "interrupt", &raw, why);
+            at.add(&["interrupt"], "interrupt", &raw, why.to_string());
             None
         }
     };
@@ -428,7 +428,12 @@ fn check_interrupts(at: &mut Report, kind: Kind, entry: &ScrEntry) {
             );
         }
         if let Err(why) = parse_interrupt(raw) {
-            at.add(&["configInterrupts", pattern], pattern, &raw.to_string(), why);
+            at.add(
+                &["configInterrupts", pattern],
+                pattern,
+                &raw.to_string(),
+                why.to_string(),
+            );
         }
     }
     for key in entry.config_map.keys() {
@@ -486,7 +491,7 @@ fn check_reboot_of_an_unknown_need(at: &mut Report, kind: Kind, entry: &ScrEntry
     let reboot = entry
         .config_interrupts
         .iter()
-        .any(|(p, raw)| key_matches(p, key) && parse_interrupt(raw) == Ok(Interrupt::Reboot));
+        .any(|(p, raw)| key_matches(p, key) && matches!(parse_interrupt(raw), Ok(Interrupt::Reboot)));
     if reboot {
         at.add(
             &["configInterrupts", key],

@@ -150,9 +150,9 @@ fn main() -> ExitCode {
     let result = match cli.command {
         Command::Validate { paths } => validate::run(&paths),
         Command::Dist { packages, target, out } => dist::run(&packages, target.as_deref(), out.as_deref()),
-        Command::Run(args) => run::run(&args).map_err(|e| e.to_string()),
-        Command::Lint { scrs, format } => lint::run(&scrs, format).map_err(|e| e.to_string()),
-        Command::Profiles(command) => profiles::run(&command).map_err(|e| e.to_string()),
+        Command::Run(args) => run::run(&args),
+        Command::Lint { scrs, format } => lint::run(&scrs, format),
+        Command::Profiles(command) => profiles::run(&command),
         Command::Platform { target_platform, build } => platform::run(&target_platform, build.as_deref()),
         Command::Dockerfiles { write } => images::run(write),
         Command::Tag { tag, registry, owner } => release::run(&tag, &registry, owner.as_deref()),

@@ -7,6 +7,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::error::{NotesError, ToolError};
 use crate::{elf, platform, workspace};
 
 /// The text under the `## <version>` heading of a changelog, up to the next `## `
@@ -27,17 +28,12 @@ pub fn section(changelog: &str, version: &str) -> Option<String> {
 
 /// The section of `version` in the changelog file at `path`; an error when the
 /// file, the section or its text is missing.
-pub fn changelog_section(path: &Path, version: &str) -> Result<String, String> {
-    let text = fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
-    match section(&text, version) {
-        None => Err(format!(
-            "{}: no `## {version}` section; the release notes are that section: add it (newest first) with what the release changes",
-            path.display()
-        )),
-        Some(s) if s.trim().is_empty() => Err(format!(
-            "{}: the `## {version}` section is empty; list what the release changes",
-            path.display()
-        )),
+pub fn changelog_section(path: &Path, version: &str) -> Result<String, ToolError> {
+    let text = fs::read_to_string(path).map_err(|e| ToolError::io("read the changelog", path, e))?;
+    let (path, version) = (path.to_path_buf(), version.to_string());
+    match section(&text, &version) {
+        None => Err(NotesError::NoSection { path, version }.into()),
+        Some(s) if s.trim().is_empty() => Err(NotesError::EmptySection { path, version }.into()),
         Some(s) => Ok(s),
     }
 }
@@ -55,12 +51,12 @@ pub struct Binary {
 
 /// Reads the binary of `package` in the assembled tree `tree` (a `dist/<package>/`
 /// or an image's `/skyhook-package`).
-pub fn binary(tree: &Path, package: &str) -> Result<Binary, String> {
+pub fn binary(tree: &Path, package: &str) -> Result<Binary, ToolError> {
     let path = tree.join("skyhook_dir").join(package);
     let size = fs::metadata(&path)
-        .map_err(|e| format!("{}: {e}", path.display()))?
+        .map_err(|e| ToolError::io("read the size of the binary", &path, e))?
         .len();
-    let info = elf::inspect(&path).map_err(|e| e.to_string())?;
+    let info = elf::inspect(&path).map_err(|e| ToolError::io("read the ELF header of the binary", &path, e))?;
     Ok(Binary {
         platform: platform::platform_of_arch(&info.arch).unwrap_or(info.arch),
         size,
@@ -87,13 +83,10 @@ pub fn size_table(package: &str, binaries: &[Binary]) -> String {
 }
 
 /// The release notes: the changelog section, then the size table when `trees` are given.
-pub fn notes(root: &Path, package: &str, version: &str, trees: &[PathBuf]) -> Result<String, String> {
+pub fn notes(root: &Path, package: &str, version: &str, trees: &[PathBuf]) -> Result<String, ToolError> {
     let known = workspace::packages(root);
     if !known.iter().any(|p| p == package) {
-        return Err(format!(
-            "unknown package {package:?}; the packages are: {}",
-            known.join(", ")
-        ));
+        return Err(ToolError::unknown_package(package, &known));
     }
     let mut s = changelog_section(&root.join(package).join("CHANGELOG.md"), version)?;
     s.push('\n');
@@ -109,7 +102,7 @@ pub fn notes(root: &Path, package: &str, version: &str, trees: &[PathBuf]) -> Re
 }
 
 /// `skyhook-pkg notes <package> <version> [--tree DIR]…`.
-pub fn run(package: &str, version: &str, trees: &[PathBuf]) -> Result<bool, String> {
+pub fn run(package: &str, version: &str, trees: &[PathBuf]) -> Result<bool, ToolError> {
     print!("{}", notes(&workspace::root(), package, version, trees)?);
     Ok(true)
 }
@@ -150,12 +143,16 @@ mod tests {
         let f = d.path().join("CHANGELOG.md");
         fs::write(&f, CHANGELOG).unwrap();
         let e = changelog_section(&f, "3.0.0").unwrap_err();
-        assert!(e.contains("no `## 3.0.0` section") && e.contains("CHANGELOG.md"), "{e}");
+        assert!(
+            matches!(&e, ToolError::Notes(NotesError::NoSection { path, version }) if path == &f && version == "3.0.0"),
+            "{e}"
+        );
         fs::write(&f, "## 3.0.0\n\n## 2.0.0\n- x\n").unwrap();
         let e = changelog_section(&f, "3.0.0").unwrap_err();
-        assert!(e.contains("empty"), "{e}");
-        let e = changelog_section(&d.path().join("nope.md"), "3.0.0").unwrap_err();
-        assert!(e.contains("nope.md"), "{e}");
+        assert!(matches!(e, ToolError::Notes(NotesError::EmptySection { .. })), "{e}");
+        let nope = d.path().join("nope.md");
+        let e = changelog_section(&nope, "3.0.0").unwrap_err();
+        assert!(matches!(&e, ToolError::Io { path, .. } if path == &nope), "{e}");
     }
 
     #[test]
@@ -187,9 +184,15 @@ mod tests {
             format!("{}\n", section(CHANGELOG, "2.0.0").unwrap())
         );
         let e = notes(d.path(), "other", "2.0.0", &[]).unwrap_err();
-        assert!(e.contains("unknown package"), "{e}");
+        assert!(
+            matches!(&e, ToolError::UnknownPackage { name, known } if name == "other" && known == &["demo"]),
+            "{e}"
+        );
         let e = notes(d.path(), "demo", "2.0.0", &[d.path().join("missing")]).unwrap_err();
-        assert!(e.contains("missing/skyhook_dir/demo"), "{e}");
+        assert!(
+            matches!(&e, ToolError::Io { path, .. } if path == &d.path().join("missing/skyhook_dir/demo")),
+            "{e}"
+        );
     }
 
     #[test]

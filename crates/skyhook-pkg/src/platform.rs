@@ -11,12 +11,19 @@
 //! installs the cross toolchain, `dist` picks the compiler ([`crate::toolchain`]) and
 //! sets the linker. `skyhook-pkg platform` prints the decision for the Dockerfile.
 
+use crate::error::{ToolError, UnsupportedPlatform};
+
 /// The architectures the images are published for: (Docker arch, ELF/Rust arch, Debian arch).
 const ARCHES: [(&str, &str, &str); 2] = [("amd64", "x86_64", "amd64"), ("arm64", "aarch64", "arm64")];
 
+/// The Docker platforms the images are published for (`linux/amd64`, …).
+pub fn supported() -> Vec<String> {
+    ARCHES.iter().map(|(d, ..)| format!("linux/{d}")).collect()
+}
+
 /// The Rust/ELF architecture (`x86_64`, `aarch64`) of a Docker platform
 /// (`linux/amd64`, `linux/arm64`, `linux/arm64/v8`).
-pub fn arch_of_platform(platform: &str) -> Result<&'static str, String> {
+pub fn arch_of_platform(platform: &str) -> Result<&'static str, UnsupportedPlatform> {
     let mut parts = platform.split('/');
     let (os, arch, variant) = (parts.next(), parts.next(), parts.next());
     let found = ARCHES
@@ -26,14 +33,10 @@ pub fn arch_of_platform(platform: &str) -> Result<&'static str, String> {
         .filter(|(docker, ..)| variant.is_none() || (*docker == "arm64" && variant == Some("v8")));
     match found {
         Some((_, rust, _)) => Ok(rust),
-        None => Err(format!(
-            "unsupported platform {platform:?}: the packages are built for {}",
-            ARCHES
-                .iter()
-                .map(|(d, ..)| format!("linux/{d}"))
-                .collect::<Vec<_>>()
-                .join(" and ")
-        )),
+        None => Err(UnsupportedPlatform {
+            platform: platform.to_string(),
+            supported: supported(),
+        }),
     }
 }
 
@@ -94,7 +97,7 @@ pub fn linker_env_var(target: &str) -> String {
 /// The shell assignments `skyhook-pkg platform` prints for the Dockerfile's build
 /// stage: the target triple, and `CROSS='yes'` when the build needs the cross
 /// toolchain (`ci/setup-toolchain`).
-pub fn shell_assignments(target_platform: &str, build_platform: Option<&str>) -> Result<String, String> {
+pub fn shell_assignments(target_platform: &str, build_platform: Option<&str>) -> Result<String, UnsupportedPlatform> {
     let arch = arch_of_platform(target_platform)?;
     let host_arch = match build_platform {
         Some(p) => arch_of_platform(p)?,
@@ -109,7 +112,7 @@ pub fn shell_assignments(target_platform: &str, build_platform: Option<&str>) ->
 }
 
 /// `skyhook-pkg platform <target-platform> [--build <platform>]`.
-pub fn run(target_platform: &str, build_platform: Option<&str>) -> Result<bool, String> {
+pub fn run(target_platform: &str, build_platform: Option<&str>) -> Result<bool, ToolError> {
     print!("{}", shell_assignments(target_platform, build_platform)?);
     Ok(true)
 }
@@ -132,7 +135,8 @@ mod tests {
             "linux/arm64/v8/x",
         ] {
             let e = arch_of_platform(bad).unwrap_err();
-            assert!(e.contains("linux/amd64 and linux/arm64"), "{bad}: {e}");
+            assert_eq!(e.platform, bad);
+            assert!(e.to_string().contains("linux/amd64 and linux/arm64"), "{bad}: {e}");
         }
         assert_eq!(platform_of_arch("aarch64").as_deref(), Some("linux/arm64"));
         assert_eq!(platform_of_arch("x86_64").as_deref(), Some("linux/amd64"));
@@ -176,7 +180,17 @@ mod tests {
             shell_assignments("linux/amd64", None).unwrap(),
             "TRIPLE='x86_64-unknown-linux-gnu'\nCROSS=''\n"
         );
-        assert!(shell_assignments("linux/s390x", Some("linux/amd64")).is_err());
-        assert!(shell_assignments("linux/amd64", Some("linux/ppc64le")).is_err());
+        assert_eq!(
+            shell_assignments("linux/s390x", Some("linux/amd64"))
+                .unwrap_err()
+                .platform,
+            "linux/s390x"
+        );
+        assert_eq!(
+            shell_assignments("linux/amd64", Some("linux/ppc64le"))
+                .unwrap_err()
+                .platform,
+            "linux/ppc64le"
+        );
     }
 }

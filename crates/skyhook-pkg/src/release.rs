@@ -16,6 +16,7 @@ use std::path::Path;
 
 use skyhook_core::runtime::semver::Version;
 
+use crate::error::{ReleaseError, ToolError};
 use crate::{notes, workspace};
 
 /// A release tag, parsed.
@@ -28,37 +29,37 @@ pub struct Tag {
 }
 
 /// Parses `<package>/<version>` against the workspace's `packages`.
-pub fn parse(tag: &str, packages: &[String]) -> Result<Tag, String> {
-    let shape = || {
-        format!(
-            "tag {tag:?} is not <package>/<version> (for example tuning/2.0.0); the packages are: {}",
-            packages.join(", ")
-        )
+pub fn parse(tag: &str, packages: &[String]) -> Result<Tag, ReleaseError> {
+    let shape = || ReleaseError::Shape {
+        tag: tag.to_string(),
+        packages: packages.to_vec(),
     };
     let (package, version) = tag.split_once('/').ok_or_else(shape)?;
     if package.is_empty() || version.is_empty() || version.contains('/') {
         return Err(shape());
     }
     if !packages.iter().any(|p| p == package) {
-        return Err(format!(
-            "tag {tag:?}: {package:?} is not a package of this repository; the packages are: {}",
-            packages.join(", ")
-        ));
+        return Err(ReleaseError::NotAPackage {
+            tag: tag.to_string(),
+            package: package.to_string(),
+            packages: packages.to_vec(),
+        });
     }
-    let version: Version = version.parse().map_err(|e| format!("tag {tag:?}: {e}"))?;
+    let version: Version = version.parse().map_err(|source| ReleaseError::Version {
+        tag: tag.to_string(),
+        source,
+    })?;
     if !version.build.is_empty() {
-        return Err(format!(
-            "tag {tag:?}: build metadata (+{}) cannot be part of an image tag; release {}.{}.{}{} instead",
-            version.build,
-            version.major,
-            version.minor,
-            version.patch,
-            if version.pre.is_empty() {
-                String::new()
-            } else {
-                format!("-{}", version.pre.join("."))
-            }
-        ));
+        let pre = if version.pre.is_empty() {
+            String::new()
+        } else {
+            format!("-{}", version.pre.join("."))
+        };
+        return Err(ReleaseError::BuildMetadata {
+            tag: tag.to_string(),
+            build: version.build.clone(),
+            without: format!("{}.{}.{}{pre}", version.major, version.minor, version.patch),
+        });
     }
     Ok(Tag {
         package: package.to_string(),
@@ -68,20 +69,17 @@ pub fn parse(tag: &str, packages: &[String]) -> Result<Tag, String> {
 
 /// Compares the tag's version with the package's two version fields; the message
 /// names all three values.
-pub fn check_versions(tag: &Tag, cargo: Option<&str>, config: Option<&str>) -> Result<(), String> {
+pub fn check_versions(tag: &Tag, cargo: Option<&str>, config: Option<&str>) -> Result<(), ReleaseError> {
     let want = tag.version.to_string();
     if cargo == Some(want.as_str()) && config == Some(want.as_str()) {
         return Ok(());
     }
-    let show = |v: Option<&str>| v.map(|v| format!("{v:?}")).unwrap_or_else(|| "no version".into());
-    let p = &tag.package;
-    Err(format!(
-        "tag {p}/{want} does not match the package: the tag says {want:?}, {p}/Cargo.toml says {}, \
-         {p}/config.json says {}; bump both files to the released version (and move the CHANGELOG \
-         lines under `## {want}`), merge, then tag that commit",
-        show(cargo),
-        show(config)
-    ))
+    Err(ReleaseError::VersionMismatch {
+        package: tag.package.clone(),
+        want,
+        cargo: cargo.map(str::to_string),
+        config: config.map(str::to_string),
+    })
 }
 
 /// The facts the release workflow needs, once the tag passed every check.
@@ -137,7 +135,7 @@ pub fn cargo_description(cargo_toml: &str) -> Option<String> {
 }
 
 /// Checks `tag` against the package sources under `root`.
-pub fn check(root: &Path, tag: &str, registry: &str, owner: Option<&str>) -> Result<Release, String> {
+pub fn check(root: &Path, tag: &str, registry: &str, owner: Option<&str>) -> Result<Release, ToolError> {
     let tag = parse(tag, &workspace::packages(root))?;
     let dir = root.join(&tag.package);
     let config = fs::read_to_string(dir.join("config.json"))
@@ -158,7 +156,7 @@ pub fn check(root: &Path, tag: &str, registry: &str, owner: Option<&str>) -> Res
 }
 
 /// `skyhook-pkg tag <tag> [--registry] [--owner]`.
-pub fn run(tag: &str, registry: &str, owner: Option<&str>) -> Result<bool, String> {
+pub fn run(tag: &str, registry: &str, owner: Option<&str>) -> Result<bool, ToolError> {
     print!("{}", check(&workspace::root(), tag, registry, owner)?.output());
     Ok(true)
 }
@@ -192,9 +190,14 @@ mod tests {
     #[test]
     fn a_tag_for_an_unknown_package_is_refused() {
         let e = parse("tunning/2.0.0", &packages()).unwrap_err();
-        assert!(e.contains("\"tunning\" is not a package"), "{e}");
         assert!(
-            e.contains("kdump, nvidia-tuned, nvidia-tuning-gke, shellscript, tuned, tuning"),
+            matches!(&e, ReleaseError::NotAPackage { package, packages: known, .. }
+                if package == "tunning" && known == &packages()),
+            "{e}"
+        );
+        assert!(
+            e.to_string()
+                .contains("kdump, nvidia-tuned, nvidia-tuning-gke, shellscript, tuned, tuning"),
             "{e}"
         );
     }
@@ -210,22 +213,34 @@ mod tests {
             ("tuning/2.0", "three numbers"),
             ("tuning/2.0.0.1", "three numbers"),
             ("tuning/latest", "three numbers"),
-            ("tuning/2.0.0+build.5", "build metadata"),
         ] {
             let e = parse(tag, &packages()).unwrap_err();
-            assert!(e.contains(why) && e.contains(tag), "{tag}: {e}");
+            assert!(
+                matches!(&e, ReleaseError::Version { tag: t, source } if t == tag && source.reason.contains(why)),
+                "{tag}: {e}"
+            );
         }
+        let e = parse("tuning/2.0.0-rc.1+build.5", &packages()).unwrap_err();
+        assert!(
+            matches!(&e, ReleaseError::BuildMetadata { build, without, .. } if build == "build.5" && without == "2.0.0-rc.1"),
+            "{e}"
+        );
         for tag in ["tuning", "tuning/", "/2.0.0", "tuning/2.0.0/x", "v2.0.0", ""] {
             let e = parse(tag, &packages()).unwrap_err();
-            assert!(e.contains("is not <package>/<version>"), "{tag}: {e}");
+            assert!(
+                matches!(&e, ReleaseError::Shape { tag: t, .. } if t == tag),
+                "{tag}: {e}"
+            );
         }
     }
 
     #[test]
     fn a_version_mismatch_names_the_three_values() {
         let t = parse("tuning/2.0.1", &packages()).unwrap();
-        assert_eq!(check_versions(&t, Some("2.0.1"), Some("2.0.1")), Ok(()));
-        let e = check_versions(&t, Some("2.0.0"), Some("1.9.0")).unwrap_err();
+        check_versions(&t, Some("2.0.1"), Some("2.0.1")).unwrap();
+        let e = check_versions(&t, Some("2.0.0"), Some("1.9.0"))
+            .unwrap_err()
+            .to_string();
         for part in [
             "the tag says \"2.0.1\"",
             "tuning/Cargo.toml says \"2.0.0\"",
@@ -236,7 +251,11 @@ mod tests {
         // One file bumped and not the other is still refused.
         assert!(check_versions(&t, Some("2.0.1"), Some("2.0.0")).is_err());
         let e = check_versions(&t, None, Some("2.0.1")).unwrap_err();
-        assert!(e.contains("Cargo.toml says no version"), "{e}");
+        assert!(
+            matches!(&e, ReleaseError::VersionMismatch { cargo: None, config: Some(c), .. } if c == "2.0.1"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("Cargo.toml says no version"), "{e}");
     }
 
     #[test]
@@ -279,16 +298,22 @@ mod tests {
              image=ghcr.io/my-org/skyhook-packages/demo\n"
         );
         let e = check(d.path(), "demo/2.0.0", "ghcr.io", None).unwrap_err();
-        assert!(e.contains("demo/Cargo.toml says \"2.0.0-rc.1\""), "{e}");
+        assert!(
+            matches!(&e, ToolError::Release(ReleaseError::VersionMismatch { cargo: Some(c), .. }) if c == "2.0.0-rc.1"),
+            "{e}"
+        );
         let e = check(d.path(), "other/2.0.0-rc.1", "ghcr.io", None).unwrap_err();
-        assert!(e.contains("not a package"), "{e}");
+        assert!(matches!(e, ToolError::Release(ReleaseError::NotAPackage { .. })), "{e}");
     }
 
     #[test]
     fn a_release_without_its_changelog_section_is_refused() {
         let d = workspace("2.0.0", "# Changelog\n\n## 1.0.0\n\n- Old.\n");
         let e = check(d.path(), "demo/2.0.0", "ghcr.io", None).unwrap_err();
-        assert!(e.contains("no `## 2.0.0` section"), "{e}");
+        assert!(
+            matches!(&e, ToolError::Notes(crate::error::NotesError::NoSection { version, .. }) if version == "2.0.0"),
+            "{e}"
+        );
     }
 
     #[test]

@@ -173,7 +173,10 @@ pub fn resolve_tree(package: &str) -> Result<PackageTree, ToolError> {
     if is_stale(&tree.join("skyhook_dir").join(package), &sources) {
         eprintln!("dist/{package} is missing or older than its sources: assembling it");
         if !dist::run(&[package.to_string()], None, None)? {
-            return Err(ToolError::Other(format!("skyhook-pkg dist {package} failed")));
+            return Err(crate::error::DistError::InvalidTree {
+                package: package.to_string(),
+            }
+            .into());
         }
     }
     PackageTree::load(&tree)
@@ -365,10 +368,9 @@ fn declared(entry: Option<(&str, &ScrEntry)>) -> Result<Declared, ToolError> {
     let Some((name, e)) = entry else {
         return Ok(Declared::default());
     };
-    let bad = |why: String| {
-        ToolError::usage(format!(
-            "package entry {name:?}: {why} (`skyhook-pkg lint` lists every finding)"
-        ))
+    let bad = |source| ToolError::Interrupt {
+        entry: name.to_string(),
+        source,
     };
     Ok(Declared {
         interrupt: e.interrupt().map_err(bad)?,

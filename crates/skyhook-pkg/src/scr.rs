@@ -13,7 +13,7 @@ use serde::Deserialize;
 use serde_json::Value;
 use skyhook_core::runtime::interrupt::Interrupt;
 
-use crate::error::ToolError;
+use crate::error::{InterruptError, ToolError};
 
 /// The interrupt types an SCR may spell (the agent's wire names are not among them).
 pub const SCR_INTERRUPT_TYPES: [&str; 4] = ["reboot", "service", "restartAllServices", "noop"];
@@ -179,12 +179,12 @@ impl Scr {
 
 impl ScrEntry {
     /// The typed package-level interrupt (`None` when absent); an error names the spelling.
-    pub fn interrupt(&self) -> Result<Option<Interrupt>, String> {
+    pub fn interrupt(&self) -> Result<Option<Interrupt>, InterruptError> {
         self.interrupt.as_ref().map(parse_interrupt).transpose()
     }
 
     /// The typed configInterrupts.
-    pub fn config_interrupts(&self) -> Result<BTreeMap<String, Interrupt>, String> {
+    pub fn config_interrupts(&self) -> Result<BTreeMap<String, Interrupt>, InterruptError> {
         self.config_interrupts
             .iter()
             .map(|(k, v)| parse_interrupt(v).map(|i| (k.clone(), i)))
@@ -225,15 +225,15 @@ impl ScrEntry {
 }
 
 /// An interrupt in the SCR's spelling only (the agent's wire names are refused).
-pub fn parse_interrupt(value: &Value) -> Result<Interrupt, String> {
+pub fn parse_interrupt(value: &Value) -> Result<Interrupt, InterruptError> {
     let kind = value.get("type").and_then(Value::as_str).unwrap_or_default();
     if !SCR_INTERRUPT_TYPES.contains(&kind) {
-        return Err(format!(
-            "interrupt type {kind:?} is not one the SCR accepts ({})",
-            SCR_INTERRUPT_TYPES.join(", ")
-        ));
+        return Err(InterruptError::UnknownType {
+            kind: kind.to_string(),
+            accepted: &SCR_INTERRUPT_TYPES,
+        });
     }
-    Interrupt::from_json(value).map_err(|e| e.to_string())
+    Interrupt::from_json(value).map_err(InterruptError::Shape)
 }
 
 /// Whether configMap key `key` matches a configInterrupts key `pattern` (an exact
@@ -332,11 +332,17 @@ spec:
     #[test]
     fn only_the_scr_spelling_of_interrupts_is_accepted() {
         assert_eq!(
-            parse_interrupt(&json!({"type": "restartAllServices"})),
-            Ok(Interrupt::RestartAllServices)
+            parse_interrupt(&json!({"type": "restartAllServices"})).unwrap(),
+            Interrupt::RestartAllServices
         );
         let e = parse_interrupt(&json!({"type": "restart_all_services"})).unwrap_err();
-        assert!(e.contains("\"restart_all_services\" is not one the SCR accepts"), "{e}");
+        assert!(
+            matches!(&e, InterruptError::UnknownType { kind, .. } if kind == "restart_all_services"),
+            "{e}"
+        );
+        let e = parse_interrupt(&json!({"type": "service", "services": []})).unwrap_err();
+        assert!(matches!(e, InterruptError::Shape(_)), "{e}");
+        assert!(e.to_string().contains("non-empty list"), "{e}");
     }
 
     #[test]

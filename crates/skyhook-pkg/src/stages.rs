@@ -140,10 +140,10 @@ pub fn plan(
         .parse()
         .map_err(|e| ToolError::usage(format!("version {version:?}: {e}")))?;
     let installed: Option<Version> = match installed {
-        Some(v) => Some(
-            v.parse()
-                .map_err(|e| ToolError::Other(format!("the recorded installed version {v:?}: {e}")))?,
-        ),
+        Some(v) => Some(v.parse().map_err(|source| ToolError::BadHistory {
+            dir: std::path::Path::new(crate::agent::AGENT_DIR).join("history"),
+            source,
+        })?),
         None => None,
     };
     let mut stages = match installed {
@@ -373,6 +373,22 @@ mod tests {
             interrupt(Some(Interrupt::Reboot), false),
             "the most expensive wins"
         );
+    }
+
+    #[test]
+    fn a_recorded_version_that_is_not_one_is_refused_naming_it() {
+        let e = plan(
+            &config(&Mode::ALL),
+            &apply(Some("2.0"), ConfigChange::default()),
+            &Declared::default(),
+            Operator::Current,
+        )
+        .unwrap_err();
+        assert!(
+            matches!(&e, ToolError::BadHistory { source, .. } if source.value == "2.0"),
+            "{e}"
+        );
+        assert!(e.to_string().contains("remove the package's history file"), "{e}");
     }
 
     #[test]

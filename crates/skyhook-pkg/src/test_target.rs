@@ -6,12 +6,15 @@
 //! such a machine, or under qemu-user registered with binfmt_misc
 //! (`ci/with-qemu-binfmt aarch64 skyhook-pkg test --target aarch64-unknown-linux-gnu …`).
 
+use crate::error::ToolError;
 use crate::{dist, workspace};
 
 /// Runs `cargo test --target <target> <args>`; true when every test passed.
-pub fn run(target: &str, args: &[String]) -> Result<bool, String> {
+pub fn run(target: &str, args: &[String]) -> Result<bool, ToolError> {
     let mut cmd = dist::cargo_for(&workspace::root(), "test", target)?;
     cmd.args(args);
-    let status = cmd.status().map_err(|e| format!("cannot run cargo test: {e}"))?;
+    let status = cmd
+        .status()
+        .map_err(|e| ToolError::spawn(format!("{} test", cmd.get_program().to_string_lossy()), e))?;
     Ok(status.success())
 }

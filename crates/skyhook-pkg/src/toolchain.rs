@@ -11,6 +11,8 @@
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::error::NoStd;
+
 /// Where the cross toolchain lives by default (Debian's rustc-web and cargo-web).
 pub const DEFAULT_CROSS_RUST: &str = "/usr/bin";
 
@@ -83,7 +85,7 @@ fn has_libstd(dir: &Path) -> bool {
 
 /// The toolchain that builds `target`: the default one when it has the target's
 /// standard library, else the cross toolchain when that has it.
-pub fn for_target(target: &str) -> Result<Rust, String> {
+pub fn for_target(target: &str) -> Result<Rust, NoStd> {
     let default = Rust::default_toolchain();
     if default.has_std(target) {
         return Ok(default);
@@ -92,13 +94,11 @@ pub fn for_target(target: &str) -> Result<Rust, String> {
     if cross.has_std(target) {
         return Ok(cross);
     }
-    Err(format!(
-        "no Rust standard library for {target}: neither {} nor {} has it. Run ci/setup-toolchain as root \
-         (it installs Debian's rustc-web with the target's libstd-rust-web-dev), or `rustup target add {target}` \
-         where rustup can download targets",
-        default.compiler().display(),
-        cross.compiler().display()
-    ))
+    Err(NoStd {
+        target: target.to_string(),
+        default: default.compiler(),
+        cross: cross.compiler(),
+    })
 }
 
 #[cfg(test)]
@@ -115,10 +115,9 @@ mod tests {
     #[test]
     fn a_target_nobody_has_is_refused_with_what_to_do() {
         let e = for_target("riscv64gc-unknown-linux-gnu").unwrap_err();
-        assert!(
-            e.contains("no Rust standard library for riscv64gc-unknown-linux-gnu") && e.contains("ci/setup-toolchain"),
-            "{e}"
-        );
+        assert_eq!(e.target, "riscv64gc-unknown-linux-gnu");
+        assert_eq!(e.cross, Rust::cross_toolchain().compiler());
+        assert!(e.to_string().contains("ci/setup-toolchain"), "{e}");
     }
 
     #[test]

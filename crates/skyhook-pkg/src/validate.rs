@@ -9,6 +9,7 @@ use std::path::{Path, PathBuf};
 
 use skyhook_core::config::{self, Report};
 
+use crate::error::{ToolError, ValidateError};
 use crate::workspace;
 
 /// What to validate: the config.json, where its step files are, which version it must have.
@@ -23,7 +24,7 @@ pub struct Target {
 }
 
 /// Works out what `path` (a directory or a config.json) means.
-pub fn target(path: &Path, workspace_root: &Path) -> Result<Target, String> {
+pub fn target(path: &Path, workspace_root: &Path) -> Result<Target, ValidateError> {
     let (dir, config) = if path.is_dir() {
         (path.to_path_buf(), path.join("config.json"))
     } else {
@@ -33,7 +34,9 @@ pub fn target(path: &Path, workspace_root: &Path) -> Result<Target, String> {
         )
     };
     if !config.is_file() {
-        return Err(format!("{}: no config.json", path.display()));
+        return Err(ValidateError::NoConfig {
+            path: path.to_path_buf(),
+        });
     }
     let crate_version = workspace::crate_version(&dir);
     let own = dir.join("skyhook_dir");
@@ -48,10 +51,10 @@ pub fn target(path: &Path, workspace_root: &Path) -> Result<Target, String> {
             .unwrap_or_default();
         let assembled = workspace_root.join("dist").join(&name).join("skyhook_dir");
         if !assembled.is_dir() {
-            return Err(format!(
-                "{}: a source package; its step files are built by `skyhook-pkg dist {name}`, which has not run yet",
-                path.display()
-            ));
+            return Err(ValidateError::NotAssembled {
+                path: path.to_path_buf(),
+                package: name,
+            });
         }
         assembled
     };
@@ -63,8 +66,8 @@ pub fn target(path: &Path, workspace_root: &Path) -> Result<Target, String> {
 }
 
 /// Validates one target.
-pub fn check(t: &Target) -> Result<Report, String> {
-    let text = fs::read_to_string(&t.config).map_err(|e| format!("{}: {e}", t.config.display()))?;
+pub fn check(t: &Target) -> Result<Report, ToolError> {
+    let text = fs::read_to_string(&t.config).map_err(|e| ToolError::io("read config.json", &t.config, e))?;
     Ok(config::schema::validate(
         &text,
         Some(&t.skyhook_dir),
@@ -89,12 +92,12 @@ pub fn print(name: &str, report: &Report) -> bool {
 }
 
 /// `skyhook-pkg validate <paths>…`: true when every one passes.
-pub fn run(paths: &[PathBuf]) -> Result<bool, String> {
+pub fn run(paths: &[PathBuf]) -> Result<bool, ToolError> {
     let root = workspace::root();
     let mut all_ok = true;
     for path in paths {
         let name = path.display().to_string();
-        match target(path, &root).and_then(|t| check(&t)) {
+        match target(path, &root).map_err(ToolError::from).and_then(|t| check(&t)) {
             Ok(report) => all_ok &= print(&name, &report),
             Err(e) => {
                 println!("FAIL  {e}");
@@ -158,7 +161,12 @@ mod tests {
         fs::write(src.join("config.json"), CONFIG).unwrap();
         fs::write(src.join("Cargo.toml"), "[package]\nversion = \"1.0.0\"\n").unwrap();
         let e = target(&src, d.path()).unwrap_err();
-        assert!(e.contains("skyhook-pkg dist demo"), "{e}");
+        assert!(
+            matches!(&e, ValidateError::NotAssembled { path, package } if path == &src && package == "demo"),
+            "{e}"
+        );
+        let e = target(&d.path().join("nowhere"), d.path()).unwrap_err();
+        assert!(matches!(e, ValidateError::NoConfig { .. }), "{e}");
         package(&d.path().join("dist/demo"), CONFIG);
         let t = target(&src, d.path()).unwrap();
         assert_eq!(t.skyhook_dir, d.path().join("dist/demo/skyhook_dir"));

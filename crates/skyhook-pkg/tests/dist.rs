@@ -19,22 +19,16 @@ const PACKAGES: [&str; 6] = [
     "tuning",
 ];
 
+#[path = "shared/empty_root.rs"]
+mod empty_root;
+
+use empty_root::{EmptyRoot, chroot_program};
+
 #[test]
 fn dist_assembles_static_binaries_that_run_in_an_empty_chroot() {
     let out = tempfile::tempdir().unwrap();
     let dist = out.path().join("dist");
-    let run = Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
-        .args(["dist", "--out"])
-        .arg(&dist)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "dist failed:\n{stdout}\n{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
+    let stdout = empty_root::dist(&[], &dist);
     for p in PACKAGES {
         assert!(
             stdout.lines().any(|l| l.starts_with(p) && l.contains(" yes ")),
@@ -53,23 +47,9 @@ fn dist_assembles_static_binaries_that_run_in_an_empty_chroot() {
         );
     }
 
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "the empty-chroot test needs root (chroot(2)); run the test suite as root, as CI does"
-    );
-    let chroot = ["/usr/sbin/chroot", "/usr/bin/chroot", "/sbin/chroot"]
-        .into_iter()
-        .find(|c| Path::new(c).exists())
-        .expect("chroot(8) from coreutils");
     for p in PACKAGES {
-        let jail = tempfile::tempdir().unwrap();
-        fs::copy(dist.join(p).join("skyhook_dir").join(p), jail.path().join(p)).unwrap();
-        let out = Command::new(chroot)
-            .arg(jail.path())
-            .arg(format!("/{p}"))
-            .arg("--version")
-            .output()
-            .unwrap();
+        let root = EmptyRoot::holding(&dist.join(p).join("skyhook_dir").join(p), p, std::env::consts::ARCH);
+        let out = root.command().arg("--version").output().unwrap();
         assert!(
             out.status.success(),
             "{p} does not run in an empty chroot: {}",
@@ -81,13 +61,7 @@ fn dist_assembles_static_binaries_that_run_in_an_empty_chroot() {
         );
         // And a real mode run without any environment reports the missing variables (exit 2),
         // which needs the formatting and logging machinery to work statically too.
-        let out = Command::new(chroot)
-            .arg(jail.path())
-            .arg(format!("/{p}"))
-            .arg("bogus-mode")
-            .env_clear()
-            .output()
-            .unwrap();
+        let out = root.command().arg("bogus-mode").env_clear().output().unwrap();
         assert_eq!(out.status.code(), Some(2), "{p}: {out:?}");
         assert!(
             String::from_utf8_lossy(&out.stderr).contains("unknown mode \"bogus-mode\""),
@@ -97,7 +71,7 @@ fn dist_assembles_static_binaries_that_run_in_an_empty_chroot() {
     for p in PACKAGES {
         ends_cleanly_on_odd_arguments_and_a_full_stdout(&dist.join(p).join("skyhook_dir").join(p));
     }
-    ignores_the_test_hooks(chroot, &dist.join("tuning/skyhook_dir/tuning"));
+    ignores_the_test_hooks(&dist.join("tuning/skyhook_dir/tuning"));
 }
 
 /// A non-UTF-8 mode exits 2 with a message; `--help` and `--version` with stdout
@@ -135,7 +109,7 @@ fn ends_cleanly_on_odd_arguments_and_a_full_stdout(binary: &Path) {
 /// A dist binary ignores SKYHOOK_HOST_ROOT and SKYHOOK_HOST_COMMANDS (compiled out
 /// with skyhook-core's `test-hooks` feature): in an empty chroot, `tuning config`
 /// with both pointing elsewhere writes the chroot's own /etc and nothing elsewhere.
-fn ignores_the_test_hooks(chroot: &str, tuning: &Path) {
+fn ignores_the_test_hooks(tuning: &Path) {
     let jail = tempfile::tempdir().unwrap();
     let j = jail.path();
     fs::copy(tuning, j.join("tuning")).unwrap();
@@ -143,7 +117,7 @@ fn ignores_the_test_hooks(chroot: &str, tuning: &Path) {
         fs::create_dir_all(j.join(dir)).unwrap();
     }
     fs::write(j.join("copy/configmaps/ulimit.conf"), "nofile=65536\n").unwrap();
-    let out = Command::new(chroot)
+    let out = Command::new(chroot_program())
         .arg(j)
         .args(["/tuning", "config"])
         .env_clear()

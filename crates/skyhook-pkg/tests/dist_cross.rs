@@ -9,6 +9,11 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
+#[path = "shared/empty_root.rs"]
+mod empty_root;
+
+use empty_root::EmptyRoot;
+
 #[test]
 fn a_cross_build_gets_the_cross_linker_and_a_binary_of_the_wrong_architecture_fails() {
     let (other, linker) = match std::env::consts::ARCH {
@@ -81,22 +86,7 @@ fn a_cross_build_gets_the_cross_linker_and_a_binary_of_the_wrong_architecture_fa
 #[test]
 fn dist_all_builds_static_trees_for_both_architectures_that_run_in_an_empty_chroot() {
     let d = tempfile::tempdir().unwrap();
-    let run = Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
-        .args(["dist", "--target", "all", "--out"])
-        .arg(d.path())
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
-        .output()
-        .unwrap();
-    let stdout = String::from_utf8_lossy(&run.stdout);
-    assert!(
-        run.status.success(),
-        "dist --target all failed (the cross toolchain comes from ci/setup-toolchain):\n{stdout}\n{}",
-        String::from_utf8_lossy(&run.stderr)
-    );
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "the empty-chroot test needs root (chroot(2)); run the test suite as root, as CI does"
-    );
+    let stdout = empty_root::dist(&["--target", "all"], d.path());
     for (arch, triple) in [
         ("x86_64", "x86_64-unknown-linux-gnu"),
         ("aarch64", "aarch64-unknown-linux-gnu"),
@@ -115,24 +105,8 @@ fn dist_all_builds_static_trees_for_both_architectures_that_run_in_an_empty_chro
                     .any(|l| l.starts_with(p) && l.contains(&format!(" {arch} ")) && l.contains(" yes ")),
                 "{p} for {arch} missing or not static in:\n{stdout}"
             );
-            let jail = tempfile::tempdir().unwrap();
-            fs::copy(
-                d.path().join(triple).join(p).join("skyhook_dir").join(p),
-                jail.path().join(p),
-            )
-            .unwrap();
-            let mut cmd = Command::new("chroot");
-            cmd.arg(jail.path());
-            if arch != std::env::consts::ARCH {
-                let qemu = format!("/usr/bin/qemu-{arch}-static");
-                assert!(
-                    std::path::Path::new(&qemu).exists(),
-                    "{qemu} is missing: run ci/setup-toolchain (qemu-user-static)"
-                );
-                fs::copy(&qemu, jail.path().join("qemu")).unwrap();
-                cmd.arg("/qemu");
-            }
-            let out = cmd.arg(format!("/{p}")).arg("--version").output().unwrap();
+            let root = EmptyRoot::holding(&d.path().join(triple).join(p).join("skyhook_dir").join(p), p, arch);
+            let out = root.command().arg("--version").output().unwrap();
             assert!(
                 out.status.success() && String::from_utf8_lossy(&out.stdout).starts_with(&format!("{p} ")),
                 "{p} for {arch} does not run in an empty chroot: {out:?}"

@@ -8,8 +8,13 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-/// A root directory with `/bin/sh` and the shared libraries it needs.
+/// A root directory with `/bin/sh` and the shared libraries it needs, for a test
+/// that chroots (and so must run as root).
 fn minimal_root() -> tempfile::TempDir {
+    assert!(
+        nix::unistd::geteuid().is_root(),
+        "this test chroots: run the test suite as root, as CI does"
+    );
     let root = tempfile::tempdir().unwrap();
     let sh = fs::canonicalize("/bin/sh").unwrap();
     let mut files = vec![sh.clone()];
@@ -44,10 +49,30 @@ fn step(name: &str, path: &str, args: &str, idempotence: bool) -> String {
     )
 }
 
-/// A package whose steps record what they see into /record under the root.
-fn package(version: &str) -> tempfile::TempDir {
+/// A package directory with an empty `skyhook_dir`.
+fn empty_package() -> tempfile::TempDir {
     let d = tempfile::tempdir().unwrap();
     fs::create_dir_all(d.path().join("skyhook_dir")).unwrap();
+    d
+}
+
+/// Writes the config.json of the package at `pkg`: each mode with its steps (from [`step`]).
+fn write_config(pkg: &Path, name: &str, version: &str, expected: &[&str], modes: &[(&str, String)]) {
+    let modes: Vec<String> = modes
+        .iter()
+        .map(|(mode, steps)| format!("\"{mode}\":{steps}"))
+        .collect();
+    let config = format!(
+        r#"{{"schema_version":"v1","package_name":"{name}","package_version":"{version}","expected_config_files":{},"modes":{{{}}}}}"#,
+        serde_json::json!(expected),
+        modes.join(",")
+    );
+    fs::write(pkg.join("config.json"), config).unwrap();
+}
+
+/// A package whose steps record what they see into /record under the root.
+fn package(version: &str) -> tempfile::TempDir {
+    let d = empty_package();
     let record = r#"cm=; IFS= read -r cm < configmaps/greeting
 echo "$0 $* dir=$(pwd) SKYHOOK_DIR=$SKYHOOK_DIR ID=$SKYHOOK_RESOURCE_ID SCR=$SCR_VAR STEP=$STEP_VAR PREV=$PREVIOUS_VERSION CUR=$CURRENT_VERSION cm=$cm" >> /record"#;
     script(
@@ -57,54 +82,56 @@ echo "$0 $* dir=$(pwd) SKYHOOK_DIR=$SKYHOOK_DIR ID=$SKYHOOK_RESOURCE_ID SCR=$SCR
     );
     script(d.path(), "act_check.sh", record);
     script(d.path(), "fail.sh", "echo broken >&2; exit 7");
-    let config = format!(
-        r#"{{"schema_version":"v1","package_name":"demo","package_version":"{version}","expected_config_files":[],"modes":{{
-            "apply":{},"apply-check":{},"config":{},"config-check":{},
-            "post-interrupt":{},"post-interrupt-check":{},
-            "upgrade":{},"upgrade-check":{},"uninstall":{},"uninstall-check":{}}}}}"#,
-        step("apply", "act.sh", r#"["apply","env:SCR_VAR"]"#, false),
-        step("apply-check", "act_check.sh", r#"["apply-check"]"#, false),
-        step("config", "act.sh", r#"["config"]"#, false),
-        step("config-check", "act_check.sh", r#"["config-check"]"#, false),
-        step("post-interrupt", "act.sh", r#"["post-interrupt"]"#, false),
-        step(
+    let modes = [
+        ("apply", "act.sh", r#"["apply","env:SCR_VAR"]"#, false),
+        ("apply-check", "act_check.sh", r#"["apply-check"]"#, false),
+        ("config", "act.sh", r#"["config"]"#, false),
+        ("config-check", "act_check.sh", r#"["config-check"]"#, false),
+        ("post-interrupt", "act.sh", r#"["post-interrupt"]"#, false),
+        (
             "post-interrupt-check",
             "act_check.sh",
             r#"["post-interrupt-check"]"#,
-            false
+            false,
         ),
-        step("upgrade", "act.sh", r#"["upgrade"]"#, false),
-        step("upgrade-check", "act_check.sh", r#"["upgrade-check"]"#, false),
-        step("uninstall", "fail.sh", "[]", true),
-        step("uninstall-check", "act_check.sh", r#"["uninstall-check"]"#, false),
-    );
-    fs::write(d.path().join("config.json"), config).unwrap();
+        ("upgrade", "act.sh", r#"["upgrade"]"#, false),
+        ("upgrade-check", "act_check.sh", r#"["upgrade-check"]"#, false),
+        ("uninstall", "fail.sh", "[]", true),
+        ("uninstall-check", "act_check.sh", r#"["uninstall-check"]"#, false),
+    ]
+    .map(|(mode, path, args, idempotence)| (mode, step(mode, path, args, idempotence)));
+    write_config(d.path(), "demo", version, &[], &modes);
     d
 }
 
-fn skyhook_pkg(root: &Path, pkg: &Path, args: &[&str]) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
-        .arg("run")
-        .arg(pkg)
-        .args(args)
-        .arg("--root")
-        .arg(root)
-        .args([
-            "--configmap",
-            "greeting=hello",
-            "--env",
-            "SCR_VAR=from-scr",
-            "--name",
-            "my-demo",
-        ])
-        .output()
-        .unwrap();
+/// Runs `cmd`: whether it succeeded, and stdout then stderr.
+fn outcome(cmd: &mut Command) -> (bool, String) {
+    let out = cmd.output().unwrap();
     let text = format!(
         "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     (out.status.success(), text)
+}
+
+fn skyhook_pkg(root: &Path, pkg: &Path, args: &[&str]) -> (bool, String) {
+    outcome(
+        Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
+            .arg("run")
+            .arg(pkg)
+            .args(args)
+            .arg("--root")
+            .arg(root)
+            .args([
+                "--configmap",
+                "greeting=hello",
+                "--env",
+                "SCR_VAR=from-scr",
+                "--name",
+                "my-demo",
+            ]),
+    )
 }
 
 fn record(root: &Path) -> Vec<String> {
@@ -117,10 +144,6 @@ fn record(root: &Path) -> Vec<String> {
 
 #[test]
 fn runs_the_lifecycle_chrooted_with_the_agents_environment_and_rules() {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "this test chroots: run the test suite as root, as CI does"
-    );
     let root = minimal_root();
     let pkg = package("2.0.0");
     let (ok, out) = skyhook_pkg(root.path(), pkg.path(), &["--lifecycle"]);
@@ -204,10 +227,6 @@ fn runs_the_lifecycle_chrooted_with_the_agents_environment_and_rules() {
 
 #[test]
 fn lifecycle_until_interrupt_stops_where_the_agent_carries_out_the_interrupt() {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "this test chroots: run the test suite as root, as CI does"
-    );
     let root = minimal_root();
     let pkg = package("2.0.0");
     let (ok, out) = skyhook_pkg(root.path(), pkg.path(), &["--lifecycle", "--until-interrupt"]);
@@ -237,28 +256,24 @@ fn recorded_modes(root: &Path) -> Vec<String> {
 
 #[test]
 fn sigterm_to_the_tool_is_passed_on_to_the_running_step() {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "this test chroots: run the test suite as root, as CI does"
-    );
     let root = minimal_root();
-    let pkg = tempfile::tempdir().unwrap();
-    fs::create_dir_all(pkg.path().join("skyhook_dir")).unwrap();
+    let pkg = empty_package();
     // dash has no sleep builtin: a bounded busy loop that traps TERM.
     script(
         pkg.path(),
         "wait.sh",
         "trap 'echo TERM > /got-term; exit 143' TERM\necho up > /started\ni=0\nwhile [ $i -lt 50000000 ]; do i=$((i+1)); done\necho finished > /finished",
     );
-    fs::write(
-        pkg.path().join("config.json"),
-        format!(
-            r#"{{"schema_version":"v1","package_name":"waiter","package_version":"1.0.0","expected_config_files":[],"modes":{{"apply":{},"apply-check":{}}}}}"#,
-            step("apply", "wait.sh", "[]", true),
-            step("apply-check", "wait.sh", "[]", true)
-        ),
-    )
-    .unwrap();
+    write_config(
+        pkg.path(),
+        "waiter",
+        "1.0.0",
+        &[],
+        &[
+            ("apply", step("apply", "wait.sh", "[]", true)),
+            ("apply-check", step("apply-check", "wait.sh", "[]", true)),
+        ],
+    );
     let child = Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
         .arg("run")
         .arg(pkg.path())
@@ -333,28 +348,18 @@ spec:
 "#;
 
 fn run_scr(root: &Path, pkg: &Path, scr: &Path, args: &[&str]) -> (bool, String) {
-    let out = Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
-        .arg("run")
-        .arg(pkg)
-        .args(["--scr", scr.to_str().unwrap(), "--package", "demo-a", "--root"])
-        .arg(root)
-        .args(args)
-        .output()
-        .unwrap();
-    let text = format!(
-        "{}{}",
-        String::from_utf8_lossy(&out.stdout),
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (out.status.success(), text)
+    outcome(
+        Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
+            .arg("run")
+            .arg(pkg)
+            .args(["--scr", scr.to_str().unwrap(), "--package", "demo-a", "--root"])
+            .arg(root)
+            .args(args),
+    )
 }
 
 #[test]
 fn an_scr_entry_drives_the_stages_and_the_node_metadata() {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "this test chroots: run the test suite as root, as CI does"
-    );
     let root = minimal_root();
     let pkg = package("2.0.0");
     let scr = root.path().join("scr.yaml");
@@ -415,24 +420,26 @@ fn an_scr_entry_drives_the_stages_and_the_node_metadata() {
 
 #[test]
 fn explicit_uninstall_on_current_operators_and_the_stub_on_older_ones() {
-    assert!(
-        nix::unistd::geteuid().is_root(),
-        "this test chroots: run the test suite as root, as CI does"
-    );
     let root = minimal_root();
-    let pkg = tempfile::tempdir().unwrap();
-    fs::create_dir_all(pkg.path().join("skyhook_dir")).unwrap();
+    let pkg = empty_package();
     script(
         pkg.path(),
         "un.sh",
         r#"cm=none; [ -f configmaps/greeting ] && cm=present; echo "$1 cm=$cm SCR=$SCR_VAR" >> /record"#,
     );
-    let config = format!(
-        r#"{{"schema_version":"v1","package_name":"demo","package_version":"2.0.0","expected_config_files":["greeting"],"modes":{{"uninstall":{},"uninstall-check":{}}}}}"#,
-        step("uninstall", "un.sh", r#"["uninstall"]"#, false),
-        step("uninstall-check", "un.sh", r#"["uninstall-check"]"#, false)
+    write_config(
+        pkg.path(),
+        "demo",
+        "2.0.0",
+        &["greeting"],
+        &[
+            ("uninstall", step("uninstall", "un.sh", r#"["uninstall"]"#, false)),
+            (
+                "uninstall-check",
+                step("uninstall-check", "un.sh", r#"["uninstall-check"]"#, false),
+            ),
+        ],
     );
-    fs::write(pkg.path().join("config.json"), config).unwrap();
     let scr = root.path().join("scr.yaml");
     fs::write(&scr, SCR).unwrap();
 

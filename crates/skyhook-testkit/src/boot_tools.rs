@@ -12,7 +12,10 @@
 //!   writes one `linux` line to the output and leaves BLS entries alone.
 //! - [`GRUB2_MKCONFIG_BLS`]: grub2-mkconfig of RHEL 9.3+: a grub.cfg that loads BLS
 //!   entries (`blscfg`); only with `--update-bls-cmdline` are the entries' `options`
-//!   rewritten from `GRUB_CMDLINE_LINUX`.
+//!   rewritten from `GRUB_CMDLINE_LINUX`. Like the real one (RHEL 9, Fedora 34+) it
+//!   refuses to write over the EFI stub (`/boot/efi/EFI/<vendor>/grub.cfg` that hands
+//!   over with `configfile`), exiting 1 with its message.
+//! - [`EFI_STUB`]: that stub, as RHEL 9 / Fedora 34+ install it on EFI hosts.
 //! - [`KDUMPCTL`]: kdumpctl's crashkernel reset (kexec-tools / kdump-utils of RHEL 9+,
 //!   Amazon Linux 2023, Fedora): at a kernel install (`92-crashkernel.install`) and
 //!   after a package update it puts the distribution's default `crashkernel=` on the
@@ -84,6 +87,13 @@ printf "menuentry 'Rocky Linux' {\n\tlinux /vmlinuz-5.14.0-427.el9.x86_64 root=/
 pub const GRUB2_MKCONFIG_BLS: &str = r#"R="$SKYHOOK_HOST_ROOT"; bls=""
 case "$1" in --update-bls-cmdline) bls=1; shift ;; esac
 [ "$1" = -o ] || { echo "unexpected: grub2-mkconfig $*" >&2; exit 1; }
+case "$2" in /boot/efi/EFI/*/grub.cfg)
+  if grep -q '^configfile' "$R$2" 2>/dev/null; then
+    echo "Running \`grub2-mkconfig -o $2' will overwrite the GRUB wrapper." >&2
+    echo "Please run \`grub2-mkconfig -o /boot/grub2/grub.cfg' instead to update grub.cfg." >&2
+    echo "GRUB configuration file was not updated." >&2; exit 1
+  fi ;;
+esac
 GRUB_CMDLINE_LINUX=""; GRUB_CMDLINE_LINUX_DEFAULT=""; . "$R/etc/default/grub"
 mkdir -p "$(dirname "$R$2")"
 printf 'insmod blscfg\nblscfg\n' > "$R$2"
@@ -94,6 +104,10 @@ if [ -n "$bls" ]; then
     awk -v new="$opts" '/^options / { print "options " new; next } { print }' "$f" > "$f.tmp" && mv "$f.tmp" "$f"
   done
 fi"#;
+
+/// The EFI System Partition's `grub.cfg` of RHEL 9+ / Fedora 34+: a stub that finds
+/// the boot partition and loads `/boot/grub2/grub.cfg`; no tool may overwrite it.
+pub const EFI_STUB: &str = "search --no-floppy --fs-uuid --set=dev 0a1b-2c3d\nset prefix=($dev)/grub2\n\nexport $prefix\nconfigfile $prefix/grub.cfg\n";
 
 /// The RHEL 9 x86_64 default `crashkernel=` kdumpctl resets entries to.
 pub const RHEL9_DEFAULT_CRASHKERNEL: &str = "crashkernel=1G-4G:192M,4G-64G:256M,64G-:512M";

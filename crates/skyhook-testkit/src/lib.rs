@@ -18,6 +18,7 @@ use std::process::Command;
 pub use packages::{Manager, Package};
 pub use skyhook_core;
 
+pub mod bench;
 pub mod boot_tools;
 pub mod hostile;
 pub mod killpoint;
