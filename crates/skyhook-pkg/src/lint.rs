@@ -105,13 +105,8 @@ impl Kind {
             Kind::Tuned => tuned::plan::validate(cm),
             Kind::Kdump => kdump::input::validate(cm),
             Kind::Shellscript => shellscript::script::validate(cm),
-            Kind::NvidiaTuned => {
-                nvidia_tuned::request::Request::read(cm, &nvidia_tuned::catalog::Catalog::embedded().manifest)
-                    .map(|_| ())
-            }
-            Kind::NvidiaTuningGke => {
-                nvidia_tuning_gke::request::Request::read(cm, use_containerd(entry).as_deref()).map(|_| ())
-            }
+            Kind::NvidiaTuned => nvidia_tuned::validate(cm),
+            Kind::NvidiaTuningGke => nvidia_tuning_gke::validate(cm, use_containerd(entry).as_deref()),
         };
         match result {
             Ok(()) => self.combination_problem(cm).into_iter().collect(),
