@@ -11,6 +11,7 @@
 //! post-interrupt-check.
 
 pub mod activate;
+pub mod bootloader;
 pub mod check;
 pub mod conf;
 pub mod deploy;

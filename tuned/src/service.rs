@@ -7,6 +7,7 @@ use skyhook_core::os::pkgmgr::{PackageManager, Retry};
 use skyhook_core::records::receipt::InstallReceipt;
 use skyhook_core::{Checklist, Outcome, Result, Step};
 
+use crate::bootloader;
 use crate::deploy::{self, State};
 
 /// The distribution package and the systemd unit.
@@ -97,8 +98,12 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     log::info!("removed {} deployed file(s) and directories", removed.removed.len());
     // tuned goes even where the distribution had installed it (the bash package's rule).
     state.receipt().remove(&pm, &[TUNED])?;
+    let had_bootloader = state.bootloader.as_ref().is_some_and(|b| !b.is_empty());
+    // After tuned is gone, so that nothing patches GRUB again; before the record is
+    // cleared, so that a killed run regenerates when run again.
+    bootloader::take_back(step, had_bootloader)?;
     store.clear()?;
-    if state.bootloader.is_some_and(|b| !b.is_empty()) {
+    if had_bootloader {
         log::warn!(
             "a tuned profile with bootloader options was in effect: the running kernel keeps those \
              command-line options until the node reboots"
@@ -125,6 +130,12 @@ pub fn uninstall_check(step: &Step) -> Result<()> {
     }
     c.expect(!systemd.is_enabled(TUNED)?, || {
         "the tuned service is still enabled".into()
+    });
+    c.expect(!bootloader::has_tuned_lines(step)?, || {
+        format!(
+            "{} still holds the $tuned_params/$tuned_initrd lines tuned's bootloader plugin added",
+            bootloader::GRUB_DEFAULTS
+        )
     });
     let store = step.state();
     if store.exists() {

@@ -134,3 +134,44 @@ fn profiles_moved_by_a_tuned_upgrade_are_still_removed() {
     assert!(!node.exists("/etc/tuned/mine"));
     node.run("uninstall-check").expect_code(0);
 }
+
+#[test]
+fn uninstall_takes_back_the_grub_lines_tuneds_bootloader_plugin_added_and_regenerates() {
+    let node = debian(None);
+    let defaults = b"GRUB_DEFAULT=0\n# caf\xe9\r\nGRUB_CMDLINE_LINUX=\"console=ttyS0\"".to_vec();
+    std::fs::create_dir_all(node.path("/etc/default")).unwrap();
+    std::fs::write(node.path("/etc/default/grub"), &defaults).unwrap();
+    node.stand_in("update-grub", "exit 0");
+    node.run("apply").expect_code(0);
+    readme_configmap(&node); // its profile has a [bootloader] option
+    node.run("config").expect_code(0);
+    // What the running daemon's bootloader plugin appends when it applies the profile.
+    let mut patched = defaults.clone();
+    for line in tuned::bootloader::TUNED_LINES {
+        patched.extend_from_slice(b"\n");
+        patched.extend_from_slice(line);
+    }
+    patched.extend_from_slice(b"\n");
+    std::fs::write(node.path("/etc/default/grub"), &patched).unwrap();
+
+    node.clear_calls();
+    node.run("uninstall").expect_code(0);
+    let calls = node.calls();
+    let purge = calls.iter().position(|c| c.contains(" purge -y ")).expect("purged");
+    let regen = calls.iter().position(|c| c == "update-grub").expect("regenerated");
+    assert!(purge < regen, "GRUB regenerated after tuned is gone: {calls:?}");
+    let mut expected = defaults.clone();
+    expected.extend_from_slice(b"\n");
+    assert_eq!(
+        std::fs::read(node.path("/etc/default/grub")).unwrap(),
+        expected,
+        "only tuned's two lines go; every other byte stays"
+    );
+    node.run("uninstall-check").expect_code(0);
+
+    // The check names the lines when they are still there.
+    std::fs::write(node.path("/etc/default/grub"), &patched).unwrap();
+    node.run("uninstall-check")
+        .expect_code(1)
+        .expect_output("/etc/default/grub still holds the $tuned_params/$tuned_initrd lines");
+}

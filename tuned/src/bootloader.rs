@@ -1,0 +1,96 @@
+// SPDX-License-Identifier: Apache-2.0
+//! What tuned's bootloader plugin leaves in GRUB's configuration, taken back at
+//! uninstall.
+//!
+//! A profile with `[bootloader]` options makes the tuned daemon append two lines to
+//! `/etc/default/grub` (its `$tuned_params` and `$tuned_initrd` variables) and patch
+//! `grub.cfg`. Stopping tuned does not undo either, and removing the tuned package
+//! leaves them behind: the node would keep the profile's kernel arguments after the
+//! next reboot. uninstall removes exactly those two lines (every other byte of the
+//! file stays) and regenerates the boot configuration from it.
+
+use skyhook_core::boot::config::BootConfig;
+use skyhook_core::{Result, Step};
+
+/// The GRUB defaults file tuned's bootloader plugin appends to.
+pub const GRUB_DEFAULTS: &str = "/etc/default/grub";
+
+/// The lines tuned's bootloader plugin appends to [`GRUB_DEFAULTS`], byte for byte.
+pub const TUNED_LINES: [&[u8]; 2] = [
+    br#"GRUB_CMDLINE_LINUX_DEFAULT="${GRUB_CMDLINE_LINUX_DEFAULT:+$GRUB_CMDLINE_LINUX_DEFAULT }\$tuned_params""#,
+    br#"GRUB_INITRD_OVERLAY="${GRUB_INITRD_OVERLAY:+$GRUB_INITRD_OVERLAY }\$tuned_initrd""#,
+];
+
+/// `text` without tuned's lines, or `None` when it holds none of them.
+pub fn without_tuned_lines(text: &[u8]) -> Option<Vec<u8>> {
+    let mut kept = Vec::with_capacity(text.len());
+    let mut found = false;
+    for line in text.split_inclusive(|&b| b == b'\n') {
+        let bare = line.strip_suffix(b"\n").unwrap_or(line);
+        let bare = bare.strip_suffix(b"\r").unwrap_or(bare);
+        if TUNED_LINES.contains(&bare) {
+            found = true;
+        } else {
+            kept.extend_from_slice(line);
+        }
+    }
+    found.then_some(kept)
+}
+
+/// Whether `GRUB_DEFAULTS` on the node still holds one of tuned's lines.
+pub fn has_tuned_lines(step: &Step) -> Result<bool> {
+    let text = step.host.read(GRUB_DEFAULTS)?.unwrap_or_default();
+    Ok(without_tuned_lines(&text).is_some())
+}
+
+/// Takes tuned's lines out of `GRUB_DEFAULTS` (they are orphans once tuned is removed)
+/// and, when it removed some or `profile_had_options` (a profile with bootloader
+/// options was in effect, so tuned patched `grub.cfg`), regenerates the boot
+/// configuration. The caller clears its record only afterwards, so a run killed
+/// between the two regenerates when run again.
+pub fn take_back(step: &Step, profile_had_options: bool) -> Result<()> {
+    let host = &step.host;
+    let mut removed = false;
+    if let Some(kept) = host.read(GRUB_DEFAULTS)?.as_deref().and_then(without_tuned_lines) {
+        let mode = host.mode(GRUB_DEFAULTS)?.unwrap_or(0o644);
+        host.write(GRUB_DEFAULTS, &kept, mode)?;
+        log::info!("{GRUB_DEFAULTS}: removed the $tuned_params/$tuned_initrd lines tuned's bootloader plugin added");
+        removed = true;
+    }
+    if !removed && !profile_had_options {
+        return Ok(());
+    }
+    let family = step.os_release()?.family()?;
+    match BootConfig::detect(host, family) {
+        Ok(boot) => boot.regenerate(host),
+        Err(e) => {
+            log::warn!("the boot configuration was not regenerated after tuned's bootloader options: {e}");
+            Ok(())
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_tuneds_own_lines_go_and_every_other_byte_stays() {
+        let tuned = format!(
+            "{}\n{}\r\n",
+            String::from_utf8_lossy(TUNED_LINES[0]),
+            String::from_utf8_lossy(TUNED_LINES[1])
+        );
+        let mine = b"GRUB_DEFAULT=0\n# \xe9t\xe9\nGRUB_CMDLINE_LINUX_DEFAULT=\"quiet $tuned_params\"\nlast";
+        let mut text = mine[..15].to_vec();
+        text.extend_from_slice(tuned.as_bytes());
+        text.extend_from_slice(&mine[15..]);
+        assert_eq!(without_tuned_lines(&text).unwrap(), mine);
+        assert_eq!(
+            without_tuned_lines(mine),
+            None,
+            "a line merely naming $tuned_params is the admin's"
+        );
+        assert_eq!(without_tuned_lines(b""), None);
+    }
+}
