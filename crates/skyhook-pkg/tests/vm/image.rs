@@ -1,62 +1,75 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The base image, built once per recipe and cached in `<cache>/image/<key>/base.raw`
-//! (a sparse raw disk; each test boots a copy-on-write qcow2 overlay of it).
+//! The base image of each guest architecture, built once per recipe and cached in
+//! `<cache>/image/<arch>/<key>/base.raw` (a sparse raw disk; each test boots a
+//! copy-on-write qcow2 overlay of it).
 //!
-//! 1. `debootstrap` a Debian bookworm root with systemd, the cloud kernel and grub-pc;
+//! 1. `debootstrap --arch` a Debian bookworm root with systemd, a kernel and GRUB
+//!    ([`Arch::boot_packages`]); for a foreign architecture (arm64 here) debootstrap's
+//!    second stage and every chroot step run under qemu-user, through
+//!    `ci/with-qemu-binfmt` (which takes its binfmt registration back afterwards);
 //! 2. set it up: the dependencies of the packages the scenarios install (not the
 //!    packages themselves), fstab by UUID, DHCP through systemd-networkd (qemu's user
 //!    network, DNS at 10.0.2.3), serial console, GRUB without a menu delay, apt timers
 //!    masked, dpkg without fsync, and the runner unit (`guest/`);
-//! 3. `mkfs.ext4 -d` it into a partition at 1 MiB behind a hand-written MBR;
-//! 4. provisioning boot with `-kernel/-initrd` that runs `grub-install` and
+//! 3. `mkfs.ext4 -d` it into a partition at 1 MiB behind a hand-written MBR (on arm64
+//!    after an empty EFI system partition);
+//! 4. provisioning boot with `-kernel/-initrd` that runs `grub-install`
+//!    ([`Arch::grub_install`]: BIOS GRUB in the MBR gap, or GRUB EFI on the ESP) and
 //!    `update-grub` in the guest and rebuilds the initrd with `MODULES=dep` (the
 //!    guest's own drivers only: an initrd rebuild — installing kdump-tools, kdump's
 //!    own initrd — then takes 1 min under TCG instead of nearly 3), then a boot
 //!    through GRUB that proves the disk boots.
 //!
-//! The key is the hash of this recipe: this file, disk.rs, the guest files and the
-//! mirror. Any change to them builds a new image (and removes the old ones).
+//! The key is the hash of this recipe: the architecture, this file, arch.rs, disk.rs,
+//! the guest files and the mirror. Any change to them builds a new image (and removes
+//! the architecture's old ones).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::arch::Arch;
 use crate::qemu::{DirectKernel, Qemu};
 use crate::{apt_sources, cache, disk, vm};
 
 /// The Debian release of the guest.
 const SUITE: &str = "bookworm";
-/// Packages on top of debootstrap's minbase variant.
+/// Packages on top of debootstrap's minbase variant (and [`Arch::boot_packages`]).
 const INCLUDE: &[&str] = &[
     "systemd",
     "systemd-sysv",
     "udev",
     "dbus",
-    "linux-image-cloud-amd64",
-    "grub-pc",
     "initramfs-tools",
     "e2fsprogs",
     "util-linux",
     "procps",
     "kmod",
     "iproute2",
+    // mkfs.vfat: the provisioning boot formats the EFI system partition
+    "dosfstools",
 ];
 /// Packages whose dependencies (with their recommendations) are installed in the
 /// image, but not the packages themselves: the scenarios install these from the
 /// mirror through the package under test, and unpacking python3 and friends under
-/// TCG would take minutes per scenario (4 min for tuned, measured).
-const DEPENDENCIES_OF: &[&str] = &["tuned", "kdump-tools"];
+/// TCG would take minutes per scenario (4 min for tuned, measured). arm64 runs the
+/// tuning scenario only (see the README), which installs nothing.
+fn dependencies_of(arch: Arch) -> &'static [&'static str] {
+    match arch {
+        Arch::X86_64 => &["tuned", "kdump-tools"],
+        Arch::Arm64 => &[],
+    }
+}
 /// The disk size (sparse).
 const DISK_BYTES: u64 = 4 << 30;
 /// The root file system's UUID (fixed: fstab and the provisioning boot name it).
 const ROOT_UUID: &str = "5c1e7f00-5ca1-4e5e-9a11-5ce4a7105000";
-/// The serial console, for GRUB's kernel command line and the provisioning boot.
-const CONSOLE: &str = "console=ttyS0,115200n8";
 /// The runner script and its unit.
 const RUNNER: &str = include_str!("guest/skyhook-vm-runner");
 const RUNNER_UNIT: &str = include_str!("guest/skyhook-vm-runner.service");
-/// How long one provisioning boot may take.
+/// How long one provisioning boot may take, on a machine as fast as the one the
+/// README's figures come from (scaled like every boot: [`vm::limit`]).
 const PROVISION_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The cached base image.
@@ -74,9 +87,11 @@ pub fn mirror() -> Option<String> {
         .or_else(|| apt_sources::mirror_of(&apt_sources::of_this_machine(), SUITE))
 }
 
-fn recipe() -> String {
+fn recipe(arch: Arch) -> String {
     [
+        arch.name(),
         include_str!("image.rs"),
+        include_str!("arch.rs"),
         include_str!("disk.rs"),
         RUNNER,
         RUNNER_UNIT,
@@ -85,10 +100,12 @@ fn recipe() -> String {
     .join("\n\u{1f}\n")
 }
 
-/// The base image, built now when the cache has none for this recipe.
+/// The base image of `qemu`'s architecture, built now when the cache has none for
+/// this recipe.
 pub fn base(cache_dir: &Path, qemu: &Qemu) -> Result<Image, String> {
-    let key = cache::sha256(&recipe())?[..16].to_string();
-    let images = cache_dir.join("image");
+    let arch = qemu.arch();
+    let key = cache::sha256(&recipe(arch))?[..16].to_string();
+    let images = cache_dir.join("image").join(arch.name());
     let dir = images.join(&key);
     let image = Image {
         disk: dir.join("base.raw"),
@@ -110,19 +127,24 @@ pub fn base(cache_dir: &Path, qemu: &Qemu) -> Result<Image, String> {
     let tmp = dir.with_extension("partial");
     cache::remove(&tmp)?;
     fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    eprintln!("vm: building the base image in {} (a few minutes)", tmp.display());
+    eprintln!(
+        "vm: building the {} base image in {} (minutes; arm64 under qemu-user: tens of minutes)",
+        arch.name(),
+        tmp.display()
+    );
 
     let rootfs = tmp.join("rootfs");
-    debootstrap(&rootfs, &tmp.join("debootstrap.log"))?;
+    debootstrap(arch, &rootfs, &tmp.join("debootstrap.log"))?;
     let bootstrapped = started.elapsed();
-    set_up(&rootfs)?;
+    eprintln!("vm: {} debootstrap done in {bootstrapped:.0?}", arch.name());
+    set_up(arch, &rootfs)?;
     let kernel = DirectKernel {
         kernel: copy_boot_file(&rootfs, "vmlinuz-", &tmp.join("vmlinuz"))?,
         initrd: copy_boot_file(&rootfs, "initrd.img-", &tmp.join("initrd.img"))?,
-        append: format!("root=UUID={ROOT_UUID} ro {CONSOLE}"),
+        append: format!("root=UUID={ROOT_UUID} ro {}", arch.console()),
     };
     let raw = tmp.join("base.raw");
-    disk::make_boot_disk(&raw, DISK_BYTES, &rootfs, ROOT_UUID)?;
+    disk::make_boot_disk(&raw, DISK_BYTES, arch.esp_bytes(), &rootfs, ROOT_UUID)?;
     cache::remove(&rootfs)?;
     let made = started.elapsed();
     provision(qemu, &raw, kernel, &tmp)?;
@@ -139,20 +161,38 @@ pub fn base(cache_dir: &Path, qemu: &Qemu) -> Result<Image, String> {
     fs::write(tmp.join(".complete"), &timings).map_err(|e| e.to_string())?;
     cache::remove(&dir)?;
     fs::rename(&tmp, &dir).map_err(|e| format!("{} -> {}: {e}", tmp.display(), dir.display()))?;
-    // Older recipes' images are of no further use.
-    for e in fs::read_dir(&images).map_err(|e| e.to_string())?.flatten() {
-        if e.file_name() != key.as_str() {
-            cache::remove(&e.path())?;
-        }
-    }
+    remove_stale(&cache_dir.join("image"), &key, arch)?;
     eprintln!("vm: base image {} built: {timings}", dir.display());
     Ok(image)
 }
 
-fn debootstrap(rootfs: &Path, log: &Path) -> Result<(), String> {
+/// Removes older recipes' images of `arch` (of no further use) and images of the
+/// layout before architectures (directly under `image/`).
+fn remove_stale(images: &Path, key: &str, arch: Arch) -> Result<(), String> {
+    cache::remove_all_but(images, &Arch::ALL.map(Arch::name))?;
+    cache::remove_all_but(&images.join(arch.name()), &[key])
+}
+
+/// `program` run as a guest architecture's program may need: directly, or for a
+/// foreign `arch` under `ci/with-qemu-binfmt` (qemu-user registered for the command's
+/// time only).
+fn host_command(arch: Arch, program: &str) -> Command {
+    if arch.is_native() {
+        return Command::new(program);
+    }
+    let wrapper = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ci/with-qemu-binfmt");
+    let mut cmd = Command::new(wrapper);
+    cmd.arg(arch.rust_target().split('-').next().unwrap_or_default())
+        .arg(program);
+    cmd
+}
+
+fn debootstrap(arch: Arch, rootfs: &Path, log: &Path) -> Result<(), String> {
     let mirror = mirror();
-    let out = Command::new("debootstrap")
-        .args(["--variant=minbase", &format!("--include={}", INCLUDE.join(","))])
+    let include: Vec<&str> = INCLUDE.iter().copied().chain(arch.boot_packages()).collect();
+    let out = host_command(arch, "debootstrap")
+        .arg(format!("--arch={}", arch.debian()))
+        .args(["--variant=minbase", &format!("--include={}", include.join(","))])
         .arg(SUITE)
         .arg(rootfs)
         .args(&mirror)
@@ -167,8 +207,9 @@ fn debootstrap(rootfs: &Path, log: &Path) -> Result<(), String> {
     fs::write(log, &text).map_err(|e| format!("{}: {e}", log.display()))?;
     if !out.status.success() {
         return Err(format!(
-            "debootstrap of {SUITE} from {} failed ({}); is the mirror reachable? \
+            "debootstrap of {SUITE} for {} from {} failed ({}); is the mirror reachable? \
              (SKYHOOK_VM_MIRROR selects another) Full log: {}\n{}",
+            arch.debian(),
             mirror.as_deref().unwrap_or("debootstrap's default mirror"),
             out.status,
             log.display(),
@@ -187,9 +228,9 @@ fn write(rootfs: &Path, path: &str, text: &str, mode: u32) -> Result<(), String>
     fs::set_permissions(&p, fs::Permissions::from_mode(mode)).map_err(|e| format!("{}: {e}", p.display()))
 }
 
-fn chroot(rootfs: &Path, args: &[&str]) -> Result<String, String> {
+fn chroot(arch: Arch, rootfs: &Path, args: &[&str]) -> Result<String, String> {
     cache::run(
-        Command::new("chroot")
+        host_command(arch, "chroot")
             .arg(rootfs)
             .args(args)
             .env("DEBIAN_FRONTEND", "noninteractive")
@@ -210,7 +251,8 @@ fn set_vars(text: &str, vars: &[(&str, &str)]) -> String {
     lines.join("\n") + "\n"
 }
 
-fn set_up(rootfs: &Path) -> Result<(), String> {
+fn set_up(arch: Arch, rootfs: &Path) -> Result<(), String> {
+    let chroot = |args: &[&str]| chroot(arch, rootfs, args);
     // A disposable test machine: dpkg need not fsync every file (much faster under TCG).
     write(rootfs, "/etc/dpkg/dpkg.cfg.d/skyhook-vm", "force-unsafe-io\n", 0o644)?;
     // The guest's apt uses this machine's sources for the suite (and its updates and
@@ -220,12 +262,15 @@ fn set_up(rootfs: &Path) -> Result<(), String> {
         write(rootfs, "/etc/apt/sources.list", &lines, 0o644)?;
     }
     // The chroot still has this machine's resolv.conf here.
-    chroot(rootfs, &["apt-get", "update", "-q"])?;
-    let mut install = vec!["apt-get", "install", "-y", "-q"];
-    let simulated = chroot(rootfs, &[&["apt-get", "install", "-s", "-q"], DEPENDENCIES_OF].concat())?;
-    let dependencies = would_install(&simulated, DEPENDENCIES_OF);
-    install.extend(dependencies.iter().map(String::as_str));
-    chroot(rootfs, &install)?;
+    chroot(&["apt-get", "update", "-q"])?;
+    let of = dependencies_of(arch);
+    if !of.is_empty() {
+        let mut install = vec!["apt-get", "install", "-y", "-q"];
+        let simulated = chroot(&[&["apt-get", "install", "-s", "-q"], of].concat())?;
+        let dependencies = would_install(&simulated, of);
+        install.extend(dependencies.iter().map(String::as_str));
+        chroot(&install)?;
+    }
     write(rootfs, "/etc/hostname", "skyhook-vm\n", 0o644)?;
     write(
         rootfs,
@@ -252,7 +297,7 @@ fn set_up(rootfs: &Path) -> Result<(), String> {
         &grub,
         &[
             ("GRUB_TIMEOUT", "0"),
-            ("GRUB_CMDLINE_LINUX", &format!("\"{CONSOLE}\"")),
+            ("GRUB_CMDLINE_LINUX", &format!("\"{}\"", arch.console())),
             ("GRUB_TERMINAL", "serial"),
             ("GRUB_SERIAL_COMMAND", "\"serial --unit=0 --speed=115200\""),
         ],
@@ -265,21 +310,15 @@ fn set_up(rootfs: &Path) -> Result<(), String> {
         RUNNER_UNIT,
         0o644,
     )?;
-    chroot(
-        rootfs,
-        &[
-            "systemctl",
-            "enable",
-            "systemd-networkd.service",
-            "skyhook-vm-runner.service",
-        ],
-    )?;
+    chroot(&[
+        "systemctl",
+        "enable",
+        "systemd-networkd.service",
+        "skyhook-vm-runner.service",
+    ])?;
     // Unattended apt runs would hold the lock the packages under test need.
-    chroot(
-        rootfs,
-        &["systemctl", "mask", "apt-daily.timer", "apt-daily-upgrade.timer"],
-    )?;
-    chroot(rootfs, &["apt-get", "clean"])?;
+    chroot(&["systemctl", "mask", "apt-daily.timer", "apt-daily-upgrade.timer"])?;
+    chroot(&["apt-get", "clean"])?;
     Ok(())
 }
 
@@ -314,18 +353,20 @@ fn provision(qemu: &Qemu, raw: &Path, kernel: DirectKernel, work: &Path) -> Resu
     let install = vm::boot_once(
         qemu,
         vm::BootSpec {
+            who: "image",
             disk: (raw, "raw"),
             kernel: Some(kernel),
             stage: &stage,
             work,
             label: "provision",
-            timeout: PROVISION_TIMEOUT,
+            timeout: vm::limit(qemu.arch(), PROVISION_TIMEOUT),
         },
-        "echo 'grub-pc grub-pc/install_devices multiselect /dev/vda' | debconf-set-selections\n\
-         grub-install --target=i386-pc /dev/vda\n\
-         update-grub\n\
-         sed -i 's/^MODULES=.*/MODULES=dep/' /etc/initramfs-tools/initramfs.conf\n\
-         update-initramfs -u\n",
+        &format!(
+            "{}update-grub\n\
+             sed -i 's/^MODULES=.*/MODULES=dep/' /etc/initramfs-tools/initramfs.conf\n\
+             update-initramfs -u\n",
+            qemu.arch().grub_install()
+        ),
     )?;
     if install.script.code != 0 {
         return Err(format!("installing GRUB in the guest failed:\n{}", install.report()));
@@ -333,16 +374,18 @@ fn provision(qemu: &Qemu, raw: &Path, kernel: DirectKernel, work: &Path) -> Resu
     let check = vm::boot_once(
         qemu,
         vm::BootSpec {
+            who: "image",
             disk: (raw, "raw"),
             kernel: None,
             stage: &stage,
             work,
             label: "first-boot",
-            timeout: PROVISION_TIMEOUT,
+            timeout: vm::limit(qemu.arch(), PROVISION_TIMEOUT),
         },
         "cat /proc/cmdline\n\
          grep -q BOOT_IMAGE= /proc/cmdline\n\
-         test \"$(cat /proc/1/comm)\" = systemd\n",
+         test \"$(cat /proc/1/comm)\" = systemd\n\
+         [ \"$(uname -m)\" != aarch64 ] || test -d /sys/firmware/efi\n",
     )?;
     if check.script.code != 0 {
         return Err(format!(
