@@ -11,8 +11,6 @@
 //!   boots, the path is found on every boot), Debian's generic arm64 kernel (4k pages),
 //!   console ttyAMA0 (the PL011 of `virt`).
 
-use std::time::Duration;
-
 /// A guest architecture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
 pub enum Arch {
@@ -31,6 +29,16 @@ impl Arch {
         match self {
             Arch::X86_64 => "x86_64",
             Arch::Arm64 => "arm64",
+        }
+    }
+
+    /// The cache directory of its base images, under the tier's cache (x86_64's is
+    /// `image/`, as before there was arm64, so that branches without arm64 and this
+    /// one do not remove each other's images).
+    pub fn image_dir(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "image",
+            Arch::Arm64 => "image-arm64",
         }
     }
 
@@ -97,16 +105,6 @@ impl Arch {
                  grub-install --target=arm64-efi --efi-directory=/boot/efi --removable --no-nvram\n\
                  test -f /boot/efi/EFI/BOOT/BOOTAA64.EFI\n"
             }
-        }
-    }
-
-    /// Power-on to system up (the runner's "system running" line) of a boot through
-    /// GRUB with a short script, on the machine the README's figures come from: the
-    /// reference [`crate::vm::limit`] scales time limits by.
-    pub fn reference_up(self) -> Duration {
-        match self {
-            Arch::X86_64 => Duration::from_secs(25),
-            Arch::Arm64 => Duration::from_secs(150),
         }
     }
 }

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The base image of each guest architecture, built once per recipe and cached in
-//! `<cache>/image/<arch>/<key>/base.raw` (a sparse raw disk; each test boots a
-//! copy-on-write qcow2 overlay of it).
+//! `<cache>/<image dir>/<key>/base.raw` ([`Arch::image_dir`]: `image/` for x86_64,
+//! `image-arm64/`; a sparse raw disk; each test boots a copy-on-write qcow2 overlay
+//! of it).
 //!
 //! 1. `debootstrap --arch` a Debian bookworm root with systemd, a kernel and GRUB
 //!    ([`Arch::boot_packages`]); for a foreign architecture (arm64 here) debootstrap's
@@ -105,7 +106,7 @@ fn recipe(arch: Arch) -> String {
 pub fn base(cache_dir: &Path, qemu: &Qemu) -> Result<Image, String> {
     let arch = qemu.arch();
     let key = cache::sha256(&recipe(arch))?[..16].to_string();
-    let images = cache_dir.join("image").join(arch.name());
+    let images = cache_dir.join(arch.image_dir());
     let dir = images.join(&key);
     let image = Image {
         disk: dir.join("base.raw"),
@@ -161,16 +162,10 @@ pub fn base(cache_dir: &Path, qemu: &Qemu) -> Result<Image, String> {
     fs::write(tmp.join(".complete"), &timings).map_err(|e| e.to_string())?;
     cache::remove(&dir)?;
     fs::rename(&tmp, &dir).map_err(|e| format!("{} -> {}: {e}", tmp.display(), dir.display()))?;
-    remove_stale(&cache_dir.join("image"), &key, arch)?;
+    // Older recipes' images are of no further use.
+    cache::remove_all_but(&images, &[&key])?;
     eprintln!("vm: base image {} built: {timings}", dir.display());
     Ok(image)
-}
-
-/// Removes older recipes' images of `arch` (of no further use) and images of the
-/// layout before architectures (directly under `image/`).
-fn remove_stale(images: &Path, key: &str, arch: Arch) -> Result<(), String> {
-    cache::remove_all_but(images, &Arch::ALL.map(Arch::name))?;
-    cache::remove_all_but(&images.join(arch.name()), &[key])
 }
 
 /// `program` run as a guest architecture's program may need: directly, or for a
