@@ -126,6 +126,7 @@ pub fn base(cache_dir: &Path, qemu: &Qemu) -> Result<Image, String> {
     }
     let started = Instant::now();
     let tmp = dir.with_extension("partial");
+    unmount_under(&tmp)?;
     cache::remove(&tmp)?;
     fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
     eprintln!(
@@ -168,6 +169,23 @@ pub fn base(cache_dir: &Path, qemu: &Qemu) -> Result<Image, String> {
     Ok(image)
 }
 
+/// Unmounts what an interrupted build left mounted in its root (debootstrap's second
+/// stage mounts `/proc` there), deepest first, so that the root can be removed.
+fn unmount_under(dir: &Path) -> Result<(), String> {
+    let mounts = fs::read_to_string("/proc/mounts").map_err(|e| format!("/proc/mounts: {e}"))?;
+    let prefix = format!("{}/", dir.display());
+    let mut points: Vec<&str> = mounts
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .filter(|p| p.starts_with(&prefix))
+        .collect();
+    points.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    for point in points {
+        cache::run(Command::new("umount").arg(point))?;
+    }
+    Ok(())
+}
+
 /// `program` run as a guest architecture's program may need: directly, or for a
 /// foreign `arch` under `ci/with-qemu-binfmt` (qemu-user registered for the command's
 /// time only).
@@ -182,36 +200,76 @@ fn host_command(arch: Arch, program: &str) -> Command {
     cmd
 }
 
+/// The initramfs settings of a foreign root's build, where every program runs under
+/// qemu-user: Debian's `MODULES=most` takes 20 min per initrd there (measured: the
+/// kernel's postinst and initramfs-tools' trigger each build one), the guest's own
+/// drivers only take seconds. The provisioning boot removes both files
+/// ([`BUILD_INITRAMFS_FILES`]) and rebuilds the initrd with `MODULES=dep`.
+const BUILD_INITRAMFS: [(&str, &str); 2] = [
+    ("/etc/initramfs-tools/conf.d/skyhook-vm-build", "MODULES=list\n"),
+    (
+        "/etc/initramfs-tools/hooks/skyhook-vm-build",
+        "#!/bin/sh\n\
+         # The VM tier's image build: the drivers the provisioning boot needs to reach its root.\n\
+         [ \"$1\" = prereqs ] && exit 0\n\
+         . /usr/share/initramfs-tools/hook-functions\n\
+         manual_add_modules virtio_pci virtio_blk ext4\n",
+    ),
+];
+/// [`BUILD_INITRAMFS`]'s paths, for the provisioning boot's `rm -f`.
+const BUILD_INITRAMFS_FILES: &str =
+    "/etc/initramfs-tools/conf.d/skyhook-vm-build /etc/initramfs-tools/hooks/skyhook-vm-build";
+
+/// debootstrap of the guest's root: in one go on this machine's architecture; for a
+/// foreign one, the first stage here, then [`BUILD_INITRAMFS`], then the second stage
+/// in the root under qemu-user.
 fn debootstrap(arch: Arch, rootfs: &Path, log: &Path) -> Result<(), String> {
     let mirror = mirror();
     let include: Vec<&str> = INCLUDE.iter().copied().chain(arch.boot_packages()).collect();
-    let out = host_command(arch, "debootstrap")
+    let mut first = Command::new("debootstrap");
+    first
         .arg(format!("--arch={}", arch.debian()))
         .args(["--variant=minbase", &format!("--include={}", include.join(","))])
+        .args((!arch.is_native()).then_some("--foreign"))
         .arg(SUITE)
         .arg(rootfs)
-        .args(&mirror)
+        .args(&mirror);
+    let text = logged(&mut first, log, "")?;
+    if !arch.is_native() {
+        for (path, content) in BUILD_INITRAMFS {
+            write(rootfs, path, content, 0o755)?;
+        }
+        let mut second = host_command(arch, "chroot");
+        second.arg(rootfs).args(["/debootstrap/debootstrap", "--second-stage"]);
+        logged(&mut second, log, &text)?;
+    }
+    Ok(())
+}
+
+/// Runs one debootstrap stage, its output appended to `before` in `log`; a failure
+/// names the mirror and shows the log's tail.
+fn logged(cmd: &mut Command, log: &Path, before: &str) -> Result<String, String> {
+    let out = cmd
         .env("DEBIAN_FRONTEND", "noninteractive")
         .output()
-        .map_err(|e| format!("cannot run debootstrap: {e}"))?;
+        .map_err(|e| format!("cannot run {}: {e}", cache::show(cmd)))?;
     let text = format!(
-        "{}{}",
+        "{before}{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     fs::write(log, &text).map_err(|e| format!("{}: {e}", log.display()))?;
     if !out.status.success() {
         return Err(format!(
-            "debootstrap of {SUITE} for {} from {} failed ({}); is the mirror reachable? \
-             (SKYHOOK_VM_MIRROR selects another) Full log: {}\n{}",
-            arch.debian(),
-            mirror.as_deref().unwrap_or("debootstrap's default mirror"),
+            "{} failed ({}); is the mirror ({}) reachable? (SKYHOOK_VM_MIRROR selects another) Full log: {}\n{}",
+            cache::show(cmd),
             out.status,
+            mirror().as_deref().unwrap_or("debootstrap's default"),
             log.display(),
             cache::tail(&text, 20)
         ));
     }
-    Ok(())
+    Ok(text)
 }
 
 fn write(rootfs: &Path, path: &str, text: &str, mode: u32) -> Result<(), String> {
@@ -358,6 +416,7 @@ fn provision(qemu: &Qemu, raw: &Path, kernel: DirectKernel, work: &Path) -> Resu
         },
         &format!(
             "{}update-grub\n\
+             rm -f {BUILD_INITRAMFS_FILES}\n\
              sed -i 's/^MODULES=.*/MODULES=dep/' /etc/initramfs-tools/initramfs.conf\n\
              update-initramfs -u\n",
             qemu.arch().grub_install()
