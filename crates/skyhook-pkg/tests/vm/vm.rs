@@ -136,8 +136,15 @@ fn prepare(cache: &Path, arch: Arch) -> Result<Env, String> {
 /// below what the reference figures give for `arch`). Before that first boot is
 /// measured, [`UNMEASURED_FACTOR`] times the reference.
 pub fn limit(arch: Arch, nominal: Duration) -> Duration {
+    let first_up = FIRST_UP.lock().unwrap_or_else(|p| p.into_inner())[index(arch)];
+    scaled(arch, nominal, first_up)
+}
+
+/// [`limit`] for a first boot of `arch` that came up in `first_up` (`None`: not
+/// measured yet).
+fn scaled(arch: Arch, nominal: Duration, first_up: Option<Duration>) -> Duration {
     let reference = reference_up(Arch::X86_64).as_secs_f64();
-    let factor = match FIRST_UP.lock().unwrap_or_else(|p| p.into_inner())[index(arch)] {
+    let factor = match first_up {
         Some(up) => up.max(reference_up(arch)).as_secs_f64() / reference,
         None => f64::from(UNMEASURED_FACTOR) * reference_up(arch).as_secs_f64() / reference,
     };
@@ -574,5 +581,27 @@ impl Drop for Vm {
         } else if let Err(e) = cache::remove(&self.work) {
             eprintln!("vm: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_scale_with_the_first_boot_of_the_run() {
+        let secs = |s| Duration::from_secs(s);
+        // As fast as the reference machine: the limits as written.
+        assert_eq!(scaled(Arch::X86_64, secs(300), Some(secs(25))), secs(300));
+        // Three times slower: three times longer.
+        assert_eq!(scaled(Arch::X86_64, secs(300), Some(secs(75))), secs(900));
+        // A faster machine never gets less than the figures here.
+        assert_eq!(scaled(Arch::X86_64, secs(300), Some(secs(10))), secs(300));
+        // arm64 boots take 150 s here: six times an x86_64 boot's limit, more when slower.
+        assert_eq!(scaled(Arch::Arm64, secs(300), Some(secs(100))), secs(1800));
+        assert_eq!(scaled(Arch::Arm64, secs(300), Some(secs(300))), secs(3600));
+        // Not measured yet: twice the figures here.
+        assert_eq!(scaled(Arch::X86_64, secs(300), None), secs(600));
+        assert_eq!(scaled(Arch::Arm64, secs(300), None), secs(3600));
     }
 }
