@@ -215,7 +215,8 @@ impl Qemu {
 
     /// The emulator with the private libraries and firmware, TCG, 2 vCPUs, 1 GiB, no
     /// display, no default devices, `-no-reboot`; for arm64 the `virt` machine with a
-    /// Cortex-A57 (faster under TCG than `max`, measured: see the README) and UEFI.
+    /// Cortex-A57 (`max` adds features TCG emulates slowly, such as pointer
+    /// authentication; the two are not compared yet: `SKYHOOK_VM_ARM64_CPU`) and UEFI.
     pub fn command(&self) -> Command {
         let mut cmd = Command::new(&self.binary);
         if let Some(path) = self.library_path() {

@@ -24,8 +24,8 @@
 //!
 //! The script runs under `set -euo pipefail` as root, in a systemd service.
 //!
-//! Every boot prints one progress line to stderr as it ends (`vm: boot 5 (arm64
-//! tuning 02-after-reboot): up in 94 s, exit 0, 130 s of its 900 s limit`). Time
+//! Every boot prints one progress line to stderr as it ends (`vm: boot 4 (arm64
+//! tuning-arm64 02-after-reboot): up in 54 s, exit 0, 110 s of its 960 s limit`). Time
 //! limits are given for an x86_64 guest on the machine the README's figures come from
 //! and scaled by [`limit`] to the first boot of the run on this machine.
 
