@@ -116,3 +116,17 @@ pub fn remove(path: &Path) -> Result<(), String> {
     };
     res.map_err(|e| format!("cannot remove {}: {e}", path.display()))
 }
+
+/// Removes every entry of the directory `dir` whose name is not in `keep` (nothing
+/// when `dir` does not exist).
+pub fn remove_all_but(dir: &Path, keep: &[&str]) -> Result<(), String> {
+    let Ok(entries) = fs::read_dir(dir) else {
+        return Ok(());
+    };
+    for e in entries.flatten() {
+        if !keep.iter().any(|k| e.file_name() == *k) {
+            remove(&e.path())?;
+        }
+    }
+    Ok(())
+}

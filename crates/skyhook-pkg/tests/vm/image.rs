@@ -1,62 +1,76 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The base image, built once per recipe and cached in `<cache>/image/<key>/base.raw`
-//! (a sparse raw disk; each test boots a copy-on-write qcow2 overlay of it).
+//! The base image of each guest architecture, built once per recipe and cached in
+//! `<cache>/<image dir>/<key>/base.raw` ([`Arch::image_dir`]: `image/` for x86_64,
+//! `image-arm64/`; a sparse raw disk; each test boots a copy-on-write qcow2 overlay
+//! of it).
 //!
-//! 1. `debootstrap` a Debian bookworm root with systemd, the cloud kernel and grub-pc;
+//! 1. `debootstrap --arch` a Debian bookworm root with systemd, a kernel and GRUB
+//!    ([`Arch::boot_packages`]); for a foreign architecture (arm64 here) debootstrap's
+//!    second stage and every chroot step run under qemu-user, through
+//!    `ci/with-qemu-binfmt` (which takes its binfmt registration back afterwards);
 //! 2. set it up: the dependencies of the packages the scenarios install (not the
 //!    packages themselves), fstab by UUID, DHCP through systemd-networkd (qemu's user
 //!    network, DNS at 10.0.2.3), serial console, GRUB without a menu delay, apt timers
 //!    masked, dpkg without fsync, and the runner unit (`guest/`);
-//! 3. `mkfs.ext4 -d` it into a partition at 1 MiB behind a hand-written MBR;
-//! 4. provisioning boot with `-kernel/-initrd` that runs `grub-install` and
+//! 3. `mkfs.ext4 -d` it into a partition at 1 MiB behind a hand-written MBR (on arm64
+//!    after an empty EFI system partition);
+//! 4. provisioning boot with `-kernel/-initrd` that runs `grub-install`
+//!    ([`Arch::grub_install`]: BIOS GRUB in the MBR gap, or GRUB EFI on the ESP) and
 //!    `update-grub` in the guest and rebuilds the initrd with `MODULES=dep` (the
 //!    guest's own drivers only: an initrd rebuild — installing kdump-tools, kdump's
 //!    own initrd — then takes 1 min under TCG instead of nearly 3), then a boot
 //!    through GRUB that proves the disk boots.
 //!
-//! The key is the hash of this recipe: this file, disk.rs, the guest files and the
-//! mirror. Any change to them builds a new image (and removes the old ones).
+//! The key is the hash of this recipe: the architecture, this file, arch.rs, disk.rs,
+//! the guest files and the mirror. Any change to them builds a new image (and removes
+//! the architecture's old ones).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
+use crate::arch::Arch;
 use crate::qemu::{DirectKernel, Qemu};
 use crate::{apt_sources, cache, disk, vm};
 
 /// The Debian release of the guest.
 const SUITE: &str = "bookworm";
-/// Packages on top of debootstrap's minbase variant.
+/// Packages on top of debootstrap's minbase variant (and [`Arch::boot_packages`]).
 const INCLUDE: &[&str] = &[
     "systemd",
     "systemd-sysv",
     "udev",
     "dbus",
-    "linux-image-cloud-amd64",
-    "grub-pc",
     "initramfs-tools",
     "e2fsprogs",
     "util-linux",
     "procps",
     "kmod",
     "iproute2",
+    // mkfs.vfat: the provisioning boot formats the EFI system partition
+    "dosfstools",
 ];
 /// Packages whose dependencies (with their recommendations) are installed in the
 /// image, but not the packages themselves: the scenarios install these from the
 /// mirror through the package under test, and unpacking python3 and friends under
-/// TCG would take minutes per scenario (4 min for tuned, measured).
-const DEPENDENCIES_OF: &[&str] = &["tuned", "kdump-tools"];
+/// TCG would take minutes per scenario (4 min for tuned, measured). arm64 runs the
+/// tuning scenario only (see the README), which installs nothing.
+fn dependencies_of(arch: Arch) -> &'static [&'static str] {
+    match arch {
+        Arch::X86_64 => &["tuned", "kdump-tools"],
+        Arch::Arm64 => &[],
+    }
+}
 /// The disk size (sparse).
 const DISK_BYTES: u64 = 4 << 30;
 /// The root file system's UUID (fixed: fstab and the provisioning boot name it).
 const ROOT_UUID: &str = "5c1e7f00-5ca1-4e5e-9a11-5ce4a7105000";
-/// The serial console, for GRUB's kernel command line and the provisioning boot.
-const CONSOLE: &str = "console=ttyS0,115200n8";
 /// The runner script and its unit.
 const RUNNER: &str = include_str!("guest/skyhook-vm-runner");
 const RUNNER_UNIT: &str = include_str!("guest/skyhook-vm-runner.service");
-/// How long one provisioning boot may take.
+/// How long one provisioning boot may take, on a machine as fast as the one the
+/// README's figures come from (scaled like every boot: [`vm::limit`]).
 const PROVISION_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The cached base image.
@@ -74,9 +88,11 @@ pub fn mirror() -> Option<String> {
         .or_else(|| apt_sources::mirror_of(&apt_sources::of_this_machine(), SUITE))
 }
 
-fn recipe() -> String {
+fn recipe(arch: Arch) -> String {
     [
+        arch.name(),
         include_str!("image.rs"),
+        include_str!("arch.rs"),
         include_str!("disk.rs"),
         RUNNER,
         RUNNER_UNIT,
@@ -85,10 +101,12 @@ fn recipe() -> String {
     .join("\n\u{1f}\n")
 }
 
-/// The base image, built now when the cache has none for this recipe.
+/// The base image of `qemu`'s architecture, built now when the cache has none for
+/// this recipe.
 pub fn base(cache_dir: &Path, qemu: &Qemu) -> Result<Image, String> {
-    let key = cache::sha256(&recipe())?[..16].to_string();
-    let images = cache_dir.join("image");
+    let arch = qemu.arch();
+    let key = cache::sha256(&recipe(arch))?[..16].to_string();
+    let images = cache_dir.join(arch.image_dir());
     let dir = images.join(&key);
     let image = Image {
         disk: dir.join("base.raw"),
@@ -108,21 +126,27 @@ pub fn base(cache_dir: &Path, qemu: &Qemu) -> Result<Image, String> {
     }
     let started = Instant::now();
     let tmp = dir.with_extension("partial");
+    unmount_under(&tmp)?;
     cache::remove(&tmp)?;
     fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
-    eprintln!("vm: building the base image in {} (a few minutes)", tmp.display());
+    eprintln!(
+        "vm: building the {} base image in {} (minutes; arm64 under qemu-user: tens of minutes)",
+        arch.name(),
+        tmp.display()
+    );
 
     let rootfs = tmp.join("rootfs");
-    debootstrap(&rootfs, &tmp.join("debootstrap.log"))?;
+    debootstrap(arch, &rootfs, &tmp.join("debootstrap.log"))?;
     let bootstrapped = started.elapsed();
-    set_up(&rootfs)?;
+    eprintln!("vm: {} debootstrap done in {bootstrapped:.0?}", arch.name());
+    set_up(arch, &rootfs)?;
     let kernel = DirectKernel {
         kernel: copy_boot_file(&rootfs, "vmlinuz-", &tmp.join("vmlinuz"))?,
         initrd: copy_boot_file(&rootfs, "initrd.img-", &tmp.join("initrd.img"))?,
-        append: format!("root=UUID={ROOT_UUID} ro {CONSOLE}"),
+        append: format!("root=UUID={ROOT_UUID} ro {}", arch.console()),
     };
     let raw = tmp.join("base.raw");
-    disk::make_boot_disk(&raw, DISK_BYTES, &rootfs, ROOT_UUID)?;
+    disk::make_boot_disk(&raw, DISK_BYTES, arch.esp_bytes(), &rootfs, ROOT_UUID)?;
     cache::remove(&rootfs)?;
     let made = started.elapsed();
     provision(qemu, &raw, kernel, &tmp)?;
@@ -140,42 +164,112 @@ pub fn base(cache_dir: &Path, qemu: &Qemu) -> Result<Image, String> {
     cache::remove(&dir)?;
     fs::rename(&tmp, &dir).map_err(|e| format!("{} -> {}: {e}", tmp.display(), dir.display()))?;
     // Older recipes' images are of no further use.
-    for e in fs::read_dir(&images).map_err(|e| e.to_string())?.flatten() {
-        if e.file_name() != key.as_str() {
-            cache::remove(&e.path())?;
-        }
-    }
+    cache::remove_all_but(&images, &[&key])?;
     eprintln!("vm: base image {} built: {timings}", dir.display());
     Ok(image)
 }
 
-fn debootstrap(rootfs: &Path, log: &Path) -> Result<(), String> {
+/// Unmounts what an interrupted build left mounted in its root (debootstrap's second
+/// stage mounts `/proc` there), deepest first, so that the root can be removed.
+fn unmount_under(dir: &Path) -> Result<(), String> {
+    let mounts = fs::read_to_string("/proc/mounts").map_err(|e| format!("/proc/mounts: {e}"))?;
+    let prefix = format!("{}/", dir.display());
+    let mut points: Vec<&str> = mounts
+        .lines()
+        .filter_map(|l| l.split_whitespace().nth(1))
+        .filter(|p| p.starts_with(&prefix))
+        .collect();
+    points.sort_by_key(|p| std::cmp::Reverse(p.len()));
+    for point in points {
+        cache::run(Command::new("umount").arg(point))?;
+    }
+    Ok(())
+}
+
+/// `program` run as a guest architecture's program may need: directly, or for a
+/// foreign `arch` under `ci/with-qemu-binfmt` (qemu-user registered for the command's
+/// time only).
+fn host_command(arch: Arch, program: &str) -> Command {
+    if arch.is_native() {
+        return Command::new(program);
+    }
+    let wrapper = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../ci/with-qemu-binfmt");
+    let mut cmd = Command::new(wrapper);
+    cmd.arg(arch.rust_target().split('-').next().unwrap_or_default())
+        .arg(program);
+    cmd
+}
+
+/// The initramfs settings of a foreign root's build, where every program runs under
+/// qemu-user: Debian's `MODULES=most` takes 20 min per initrd there (measured: the
+/// kernel's postinst and initramfs-tools' trigger each build one), the guest's own
+/// drivers only take seconds. The provisioning boot removes both files
+/// ([`BUILD_INITRAMFS_FILES`]) and rebuilds the initrd with `MODULES=dep`.
+const BUILD_INITRAMFS: [(&str, &str); 2] = [
+    ("/etc/initramfs-tools/conf.d/skyhook-vm-build", "MODULES=list\n"),
+    (
+        "/etc/initramfs-tools/hooks/skyhook-vm-build",
+        "#!/bin/sh\n\
+         # The VM tier's image build: the drivers the provisioning boot needs to reach its root.\n\
+         [ \"$1\" = prereqs ] && exit 0\n\
+         . /usr/share/initramfs-tools/hook-functions\n\
+         manual_add_modules virtio_pci virtio_blk ext4\n",
+    ),
+];
+/// [`BUILD_INITRAMFS`]'s paths, for the provisioning boot's `rm -f`.
+const BUILD_INITRAMFS_FILES: &str =
+    "/etc/initramfs-tools/conf.d/skyhook-vm-build /etc/initramfs-tools/hooks/skyhook-vm-build";
+
+/// debootstrap of the guest's root: in one go on this machine's architecture; for a
+/// foreign one, the first stage here, then [`BUILD_INITRAMFS`], then the second stage
+/// in the root under qemu-user.
+fn debootstrap(arch: Arch, rootfs: &Path, log: &Path) -> Result<(), String> {
     let mirror = mirror();
-    let out = Command::new("debootstrap")
-        .args(["--variant=minbase", &format!("--include={}", INCLUDE.join(","))])
+    let include: Vec<&str> = INCLUDE.iter().copied().chain(arch.boot_packages()).collect();
+    let mut first = Command::new("debootstrap");
+    first
+        .arg(format!("--arch={}", arch.debian()))
+        .args(["--variant=minbase", &format!("--include={}", include.join(","))])
+        .args((!arch.is_native()).then_some("--foreign"))
         .arg(SUITE)
         .arg(rootfs)
-        .args(&mirror)
+        .args(&mirror);
+    let text = logged(&mut first, log, "")?;
+    if !arch.is_native() {
+        for (path, content) in BUILD_INITRAMFS {
+            write(rootfs, path, content, 0o755)?;
+        }
+        let mut second = host_command(arch, "chroot");
+        second.arg(rootfs).args(["/debootstrap/debootstrap", "--second-stage"]);
+        logged(&mut second, log, &text)?;
+    }
+    Ok(())
+}
+
+/// Runs one debootstrap stage, its output appended to `before` in `log`; a failure
+/// names the mirror and shows the log's tail.
+fn logged(cmd: &mut Command, log: &Path, before: &str) -> Result<String, String> {
+    let out = cmd
         .env("DEBIAN_FRONTEND", "noninteractive")
         .output()
-        .map_err(|e| format!("cannot run debootstrap: {e}"))?;
+        .map_err(|e| format!("cannot run {}: {e}", cache::show(cmd)))?;
     let text = format!(
-        "{}{}",
+        "{before}{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
     fs::write(log, &text).map_err(|e| format!("{}: {e}", log.display()))?;
     if !out.status.success() {
         return Err(format!(
-            "debootstrap of {SUITE} from {} failed ({}); is the mirror reachable? \
-             (SKYHOOK_VM_MIRROR selects another) Full log: {}\n{}",
-            mirror.as_deref().unwrap_or("debootstrap's default mirror"),
+            "{} failed ({}); is the mirror ({}) reachable? (SKYHOOK_VM_MIRROR selects another) Full log: {}\n{}",
+            cache::show(cmd),
             out.status,
+            mirror().as_deref().unwrap_or("debootstrap's default"),
             log.display(),
             cache::tail(&text, 20)
         ));
     }
-    Ok(())
+    Ok(text)
 }
 
 fn write(rootfs: &Path, path: &str, text: &str, mode: u32) -> Result<(), String> {
@@ -187,9 +281,9 @@ fn write(rootfs: &Path, path: &str, text: &str, mode: u32) -> Result<(), String>
     fs::set_permissions(&p, fs::Permissions::from_mode(mode)).map_err(|e| format!("{}: {e}", p.display()))
 }
 
-fn chroot(rootfs: &Path, args: &[&str]) -> Result<String, String> {
+fn chroot(arch: Arch, rootfs: &Path, args: &[&str]) -> Result<String, String> {
     cache::run(
-        Command::new("chroot")
+        host_command(arch, "chroot")
             .arg(rootfs)
             .args(args)
             .env("DEBIAN_FRONTEND", "noninteractive")
@@ -210,7 +304,8 @@ fn set_vars(text: &str, vars: &[(&str, &str)]) -> String {
     lines.join("\n") + "\n"
 }
 
-fn set_up(rootfs: &Path) -> Result<(), String> {
+fn set_up(arch: Arch, rootfs: &Path) -> Result<(), String> {
+    let chroot = |args: &[&str]| chroot(arch, rootfs, args);
     // A disposable test machine: dpkg need not fsync every file (much faster under TCG).
     write(rootfs, "/etc/dpkg/dpkg.cfg.d/skyhook-vm", "force-unsafe-io\n", 0o644)?;
     // The guest's apt uses this machine's sources for the suite (and its updates and
@@ -220,12 +315,15 @@ fn set_up(rootfs: &Path) -> Result<(), String> {
         write(rootfs, "/etc/apt/sources.list", &lines, 0o644)?;
     }
     // The chroot still has this machine's resolv.conf here.
-    chroot(rootfs, &["apt-get", "update", "-q"])?;
-    let mut install = vec!["apt-get", "install", "-y", "-q"];
-    let simulated = chroot(rootfs, &[&["apt-get", "install", "-s", "-q"], DEPENDENCIES_OF].concat())?;
-    let dependencies = would_install(&simulated, DEPENDENCIES_OF);
-    install.extend(dependencies.iter().map(String::as_str));
-    chroot(rootfs, &install)?;
+    chroot(&["apt-get", "update", "-q"])?;
+    let of = dependencies_of(arch);
+    if !of.is_empty() {
+        let mut install = vec!["apt-get", "install", "-y", "-q"];
+        let simulated = chroot(&[&["apt-get", "install", "-s", "-q"], of].concat())?;
+        let dependencies = would_install(&simulated, of);
+        install.extend(dependencies.iter().map(String::as_str));
+        chroot(&install)?;
+    }
     write(rootfs, "/etc/hostname", "skyhook-vm\n", 0o644)?;
     write(
         rootfs,
@@ -252,7 +350,7 @@ fn set_up(rootfs: &Path) -> Result<(), String> {
         &grub,
         &[
             ("GRUB_TIMEOUT", "0"),
-            ("GRUB_CMDLINE_LINUX", &format!("\"{CONSOLE}\"")),
+            ("GRUB_CMDLINE_LINUX", &format!("\"{}\"", arch.console())),
             ("GRUB_TERMINAL", "serial"),
             ("GRUB_SERIAL_COMMAND", "\"serial --unit=0 --speed=115200\""),
         ],
@@ -265,21 +363,15 @@ fn set_up(rootfs: &Path) -> Result<(), String> {
         RUNNER_UNIT,
         0o644,
     )?;
-    chroot(
-        rootfs,
-        &[
-            "systemctl",
-            "enable",
-            "systemd-networkd.service",
-            "skyhook-vm-runner.service",
-        ],
-    )?;
+    chroot(&[
+        "systemctl",
+        "enable",
+        "systemd-networkd.service",
+        "skyhook-vm-runner.service",
+    ])?;
     // Unattended apt runs would hold the lock the packages under test need.
-    chroot(
-        rootfs,
-        &["systemctl", "mask", "apt-daily.timer", "apt-daily-upgrade.timer"],
-    )?;
-    chroot(rootfs, &["apt-get", "clean"])?;
+    chroot(&["systemctl", "mask", "apt-daily.timer", "apt-daily-upgrade.timer"])?;
+    chroot(&["apt-get", "clean"])?;
     Ok(())
 }
 
@@ -314,18 +406,21 @@ fn provision(qemu: &Qemu, raw: &Path, kernel: DirectKernel, work: &Path) -> Resu
     let install = vm::boot_once(
         qemu,
         vm::BootSpec {
+            who: "image",
             disk: (raw, "raw"),
             kernel: Some(kernel),
             stage: &stage,
             work,
             label: "provision",
-            timeout: PROVISION_TIMEOUT,
+            timeout: vm::limit(qemu.arch(), PROVISION_TIMEOUT),
         },
-        "echo 'grub-pc grub-pc/install_devices multiselect /dev/vda' | debconf-set-selections\n\
-         grub-install --target=i386-pc /dev/vda\n\
-         update-grub\n\
-         sed -i 's/^MODULES=.*/MODULES=dep/' /etc/initramfs-tools/initramfs.conf\n\
-         update-initramfs -u\n",
+        &format!(
+            "{}update-grub\n\
+             rm -f {BUILD_INITRAMFS_FILES}\n\
+             sed -i 's/^MODULES=.*/MODULES=dep/' /etc/initramfs-tools/initramfs.conf\n\
+             update-initramfs -u\n",
+            qemu.arch().grub_install()
+        ),
     )?;
     if install.script.code != 0 {
         return Err(format!("installing GRUB in the guest failed:\n{}", install.report()));
@@ -333,16 +428,18 @@ fn provision(qemu: &Qemu, raw: &Path, kernel: DirectKernel, work: &Path) -> Resu
     let check = vm::boot_once(
         qemu,
         vm::BootSpec {
+            who: "image",
             disk: (raw, "raw"),
             kernel: None,
             stage: &stage,
             work,
             label: "first-boot",
-            timeout: PROVISION_TIMEOUT,
+            timeout: vm::limit(qemu.arch(), PROVISION_TIMEOUT),
         },
         "cat /proc/cmdline\n\
          grep -q BOOT_IMAGE= /proc/cmdline\n\
-         test \"$(cat /proc/1/comm)\" = systemd\n",
+         test \"$(cat /proc/1/comm)\" = systemd\n\
+         [ \"$(uname -m)\" != aarch64 ] || test -d /sys/firmware/efi\n",
     )?;
     if check.script.code != 0 {
         return Err(format!(

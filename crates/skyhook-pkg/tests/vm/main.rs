@@ -2,10 +2,12 @@
 //! The VM tier: packages run in a booted Debian bookworm VM — systemd as PID 1, booted
 //! through GRUB from its own disk, real reboots — driven boot by boot.
 //!
-//! - [`qemu`]: a private qemu-system-x86_64 (apt-get download + dpkg -x into the cache),
-//!   run under TCG.
-//! - [`image`]: the base disk (debootstrap, ext4 at 1 MiB behind a hand-written MBR,
-//!   GRUB installed by a provisioning boot), cached and keyed by its recipe.
+//! - [`arch`]: what differs between x86_64 and arm64 guests.
+//! - [`qemu`]: a private qemu-system-x86_64 or qemu-system-aarch64 (apt-get download +
+//!   dpkg -x into the cache), run under TCG.
+//! - [`image`]: the base disk of each architecture (debootstrap, ext4 behind a
+//!   hand-written MBR, GRUB installed by a provisioning boot: BIOS GRUB on x86_64,
+//!   GRUB EFI on its own ESP on arm64), cached and keyed by its recipe.
 //! - [`vm`]: what a scenario uses: [`vm::Vm::new`], [`vm::Vm::boot`] (one boot that runs
 //!   a bash script in the guest and returns its exit code, output and files), asserts.
 //! - one module per scenario: [`smoke`], [`tuning`], [`tuned`], [`kdump`], [`shellscript`],
@@ -18,6 +20,7 @@
 
 #[path = "../shared/apt_sources.rs"]
 mod apt_sources;
+mod arch;
 mod cache;
 mod disk;
 mod image;

@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 //! qemu without touching this machine's packages: `apt-get download` of
-//! qemu-system-x86, its data and firmware packages and every library they need that
-//! is not installed here, unpacked with `dpkg -x` into `<cache>/qemu/<version>/` and
-//! run with `LD_LIBRARY_PATH` and `-L` pointing there. (Installing it fails on hosts
-//! whose qemu-utils comes from backports.) `SKYHOOK_VM_QEMU=/path/to/qemu-system-x86_64`
-//! uses another binary instead.
+//! qemu-system-x86 (or qemu-system-arm), its data and firmware packages and every
+//! library they need that is not installed here, unpacked with `dpkg -x` into
+//! `<cache>/qemu/<arch>-<version>/` and run with `LD_LIBRARY_PATH` and `-L` pointing
+//! there. (Installing it fails on hosts whose qemu-utils comes from backports.)
+//! `SKYHOOK_VM_QEMU=/path/to/qemu-system-x86_64` (`SKYHOOK_VM_QEMU_ARM64=…` for
+//! qemu-system-aarch64) uses another binary instead.
 //!
 //! Guests run under TCG (`/dev/kvm` on these machines cannot run a stock kernel), and
-//! with `-no-reboot`: a guest reboot ends the qemu process.
+//! with `-no-reboot`: a guest reboot ends the qemu process. arm64 guests run on the
+//! `virt` machine with UEFI (qemu-efi-aarch64's `QEMU_EFI.fd` as `-bios`).
 
 use std::fs;
 use std::os::unix::process::CommandExt;
@@ -15,25 +17,57 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::arch::Arch;
 use crate::cache;
 
-/// The packages unpacked; their `lib*` dependencies missing here are added.
-const PACKAGES: [&str; 4] = ["qemu-system-x86", "qemu-system-data", "seabios", "ipxe-qemu"];
 /// The package of qemu's loadable modules, unpacked for the TCG accelerator module
 /// only (its other modules, and their libraries, serve displays and audio).
 const MODULES_PACKAGE: &str = "qemu-system-common";
 /// The module directory of the unpacked tree (`QEMU_MODULE_DIR`).
 const MODULE_DIR: &str = "usr/lib/x86_64-linux-gnu/qemu";
-/// The modules the tier needs, checked for missing libraries.
-const MODULES: [&str; 1] = ["accel-tcg-x86_64.so"];
 /// Library directories of the unpacked tree.
 const LIB_DIRS: [&str; 2] = ["usr/lib/x86_64-linux-gnu", "lib/x86_64-linux-gnu"];
-/// Firmware directories of the unpacked tree (`-L`).
-const FIRMWARE_DIRS: [&str; 3] = ["usr/share/qemu", "usr/share/seabios", "usr/lib/ipxe/qemu"];
+/// The UEFI firmware of arm64 guests, in the unpacked tree (qemu-efi-aarch64).
+const AARCH64_UEFI: &str = "usr/share/qemu-efi-aarch64/QEMU_EFI.fd";
 
-/// A runnable qemu-system-x86_64.
+/// What is unpacked for, and passed to, the qemu of one guest architecture.
+struct Flavour {
+    /// The packages unpacked; their `lib*` dependencies missing here are added.
+    packages: &'static [&'static str],
+    /// The emulator in the unpacked tree.
+    binary: &'static str,
+    /// The loadable modules the tier needs, checked for missing libraries (x86's TCG
+    /// is a module; arm's is built in).
+    modules: &'static [&'static str],
+    /// Firmware directories of the unpacked tree (`-L`).
+    firmware_dirs: &'static [&'static str],
+    /// The environment variable naming another binary to use instead.
+    override_var: &'static str,
+}
+
+fn flavour(arch: Arch) -> Flavour {
+    match arch {
+        Arch::X86_64 => Flavour {
+            packages: &["qemu-system-x86", "qemu-system-data", "seabios", "ipxe-qemu"],
+            binary: "usr/bin/qemu-system-x86_64",
+            modules: &["accel-tcg-x86_64.so"],
+            firmware_dirs: &["usr/share/qemu", "usr/share/seabios", "usr/lib/ipxe/qemu"],
+            override_var: "SKYHOOK_VM_QEMU",
+        },
+        Arch::Arm64 => Flavour {
+            packages: &["qemu-system-arm", "qemu-system-data", "qemu-efi-aarch64"],
+            binary: "usr/bin/qemu-system-aarch64",
+            modules: &[],
+            firmware_dirs: &["usr/share/qemu"],
+            override_var: "SKYHOOK_VM_QEMU_ARM64",
+        },
+    }
+}
+
+/// A runnable qemu-system-x86_64 or qemu-system-aarch64.
 #[derive(Debug, Clone)]
 pub struct Qemu {
+    arch: Arch,
     binary: PathBuf,
     /// The unpacked tree, `None` for `SKYHOOK_VM_QEMU`.
     tree: Option<PathBuf>,
@@ -63,19 +97,38 @@ pub struct Launch {
     pub timeout: Duration,
 }
 
+/// How a run of the machine went.
+#[derive(Debug, Clone, Copy)]
+pub struct Ran {
+    /// From power-on to the guest's reboot or power-off.
+    pub elapsed: Duration,
+    /// From power-on to the runner's "system …" line on the serial console (the
+    /// system up), when it came.
+    pub up: Option<Duration>,
+}
+
+/// The runner's line once systemd is up (guest/skyhook-vm-runner).
+const UP_MARKER: &[u8] = b"skyhook-vm: system ";
+
 impl Qemu {
-    /// The private qemu, downloaded and unpacked into the cache on first use.
-    pub fn obtain(cache_dir: &Path) -> Result<Qemu, String> {
-        if let Some(binary) = std::env::var_os("SKYHOOK_VM_QEMU") {
+    /// The private qemu for `arch` guests, downloaded and unpacked into the cache on
+    /// first use.
+    pub fn obtain(cache_dir: &Path, arch: Arch) -> Result<Qemu, String> {
+        let flavour = flavour(arch);
+        if let Some(binary) = std::env::var_os(flavour.override_var) {
             return Ok(Qemu {
+                arch,
                 binary: binary.into(),
                 tree: None,
             });
         }
-        let version = candidate("qemu-system-x86")?;
-        let dir = cache_dir.join("qemu").join(version.replace([':', '~', '+'], "_"));
+        let version = candidate(flavour.packages[0])?;
+        let dir = cache_dir
+            .join("qemu")
+            .join(format!("{}-{}", arch.name(), version.replace([':', '~', '+'], "_")));
         let qemu = Qemu {
-            binary: dir.join("usr/bin/qemu-system-x86_64"),
+            arch,
+            binary: dir.join(flavour.binary),
             tree: Some(dir.clone()),
         };
         if dir.join(".complete").exists() {
@@ -86,7 +139,7 @@ impl Qemu {
         cache::remove(&tmp)?;
         let debs = tmp.join("debs");
         fs::create_dir_all(&debs).map_err(|e| format!("{}: {e}", debs.display()))?;
-        let mut packages = closure()?;
+        let mut packages = closure(flavour.packages)?;
         packages.push(MODULES_PACKAGE.to_string());
         cache::run(
             Command::new("apt-get")
@@ -99,7 +152,8 @@ impl Qemu {
             cache::run(Command::new("dpkg").arg("-x").arg(deb.path()).arg(&tmp))?;
         }
         let unpacked = Qemu {
-            binary: tmp.join("usr/bin/qemu-system-x86_64"),
+            arch,
+            binary: tmp.join(flavour.binary),
             tree: Some(tmp.clone()),
         };
         unpacked.check_libraries()?;
@@ -125,7 +179,8 @@ impl Qemu {
     fn check_libraries(&self) -> Result<(), String> {
         let tree = self.tree.as_ref().expect("an unpacked qemu");
         let mut missing = Vec::new();
-        let objects = std::iter::once(self.binary.clone()).chain(MODULES.iter().map(|m| tree.join(MODULE_DIR).join(m)));
+        let modules = flavour(self.arch).modules.iter();
+        let objects = std::iter::once(self.binary.clone()).chain(modules.map(|m| tree.join(MODULE_DIR).join(m)));
         for object in objects {
             if !object.is_file() {
                 return Err(format!("the downloaded qemu has no {}", object.display()));
@@ -146,15 +201,22 @@ impl Qemu {
             Ok(())
         } else {
             Err(format!(
-                "the downloaded qemu still misses libraries: {}; add their packages to PACKAGES in {}",
+                "the downloaded qemu still misses libraries: {}; add their packages to flavour() in {}",
                 missing.join(", "),
                 file!()
             ))
         }
     }
 
-    /// `qemu-system-x86_64` with the private libraries and firmware, TCG, 2 vCPUs,
-    /// 1 GiB, no display, no default devices, `-no-reboot`.
+    /// The guest architecture this qemu runs.
+    pub fn arch(&self) -> Arch {
+        self.arch
+    }
+
+    /// The emulator with the private libraries and firmware, TCG, 2 vCPUs, 1 GiB, no
+    /// display, no default devices, `-no-reboot`; for arm64 the `virt` machine with a
+    /// Cortex-A57 (`max` adds features TCG emulates slowly, such as pointer
+    /// authentication; the two are not compared yet: `SKYHOOK_VM_ARM64_CPU`) and UEFI.
     pub fn command(&self) -> Command {
         let mut cmd = Command::new(&self.binary);
         if let Some(path) = self.library_path() {
@@ -162,17 +224,29 @@ impl Qemu {
         }
         if let Some(tree) = &self.tree {
             cmd.env("QEMU_MODULE_DIR", tree.join(MODULE_DIR));
-            for d in FIRMWARE_DIRS {
+            for d in flavour(self.arch).firmware_dirs {
                 cmd.arg("-L").arg(tree.join(d));
             }
         }
-        cmd.args(["-accel", "tcg,thread=multi", "-cpu", "max", "-smp", "2", "-m", "1024"])
+        match self.arch {
+            Arch::X86_64 => cmd.args(["-cpu", "max"]),
+            Arch::Arm64 => {
+                let uefi = match &self.tree {
+                    Some(tree) => tree.join(AARCH64_UEFI),
+                    None => Path::new("/").join(AARCH64_UEFI),
+                };
+                cmd.args(["-machine", "virt", "-cpu", &cpu_arm64()])
+                    .arg("-bios")
+                    .arg(uefi)
+            }
+        };
+        cmd.args(["-accel", "tcg,thread=multi", "-smp", "2", "-m", "1024"])
             .args(["-nodefaults", "-display", "none", "-no-reboot"]);
         cmd
     }
 
     /// Runs the machine until the guest reboots or powers off; a timeout kills it.
-    pub fn run(&self, launch: &Launch) -> Result<Duration, String> {
+    pub fn run(&self, launch: &Launch) -> Result<Ran, String> {
         let mut cmd = self.command();
         for (i, (path, format)) in launch.disks.iter().enumerate() {
             cmd.arg("-drive").arg(format!(
@@ -184,7 +258,12 @@ impl Qemu {
             cmd.arg("-kernel").arg(&k.kernel).arg("-initrd").arg(&k.initrd);
             cmd.arg("-append").arg(&k.append);
         }
-        cmd.args(["-netdev", "user,id=net0", "-device", "virtio-net-pci,netdev=net0"])
+        // No option ROM: x86's iPXE ROM means nothing to the arm64 UEFI firmware.
+        let nic = match self.arch {
+            Arch::X86_64 => "virtio-net-pci,netdev=net0",
+            Arch::Arm64 => "virtio-net-pci,netdev=net0,romfile=",
+        };
+        cmd.args(["-netdev", "user,id=net0", "-device", nic])
             .arg("-serial")
             .arg(format!("file:{}", launch.console.display()));
         let stderr_path = launch.console.with_extension("qemu.log");
@@ -197,6 +276,7 @@ impl Qemu {
             });
         }
         let started = Instant::now();
+        let mut up = None;
         let mut child = cmd
             .stdin(Stdio::null())
             .stdout(Stdio::null())
@@ -206,7 +286,11 @@ impl Qemu {
         loop {
             if let Some(status) = child.try_wait().map_err(|e| e.to_string())? {
                 if status.success() {
-                    return Ok(started.elapsed());
+                    let elapsed = started.elapsed();
+                    return Ok(Ran {
+                        elapsed,
+                        up: up.or_else(|| is_up(&launch.console).then_some(elapsed)),
+                    });
                 }
                 return Err(format!(
                     "qemu failed ({status}): {}\n{}",
@@ -223,9 +307,22 @@ impl Qemu {
                     console_tail(&launch.console)
                 ));
             }
+            if up.is_none() && is_up(&launch.console) {
+                up = Some(started.elapsed());
+            }
             std::thread::sleep(Duration::from_millis(200));
         }
     }
+}
+
+/// The CPU of arm64 guests: `SKYHOOK_VM_ARM64_CPU`, else a Cortex-A57.
+fn cpu_arm64() -> String {
+    std::env::var("SKYHOOK_VM_ARM64_CPU").unwrap_or_else(|_| "cortex-a57".into())
+}
+
+/// True when the serial console shows the runner's "system …" line.
+fn is_up(console: &Path) -> bool {
+    fs::read(console).is_ok_and(|b| b.windows(UP_MARKER.len()).any(|w| w == UP_MARKER))
 }
 
 /// The last lines of a serial console log, framed for a failure message.
@@ -284,10 +381,10 @@ fn candidate(package: &str) -> Result<String, String> {
     })
 }
 
-/// PACKAGES plus every `lib*` package they need, directly or not, that is not
+/// `packages` plus every `lib*` package they need, directly or not, that is not
 /// installed here.
-fn closure() -> Result<Vec<String>, String> {
-    let mut todo: Vec<String> = PACKAGES.iter().map(|p| p.to_string()).collect();
+fn closure(packages: &[&str]) -> Result<Vec<String>, String> {
+    let mut todo: Vec<String> = packages.iter().map(|p| p.to_string()).collect();
     let mut seen: Vec<String> = Vec::new();
     while let Some(p) = todo.pop() {
         if seen.contains(&p) {

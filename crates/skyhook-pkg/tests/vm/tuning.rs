@@ -3,10 +3,79 @@
 //! file that the bash package's `999-` name lost to), user limits, a `LimitNOFILE`
 //! drop-in for a running test service and kernel arguments; config, a real reboot,
 //! post-interrupt-check on live values; uninstall, a reboot, and the node is as before.
+//!
+//! The same scenario runs on x86_64 ([`tuning`]) and on arm64 ([`tuning_arm64`], the
+//! aarch64 dist tree in an arm64 guest booted by UEFI and GRUB EFI); what differs is the
+//! [`Platform`]: the kernel arguments and the huge pages they reserve per size.
 
+use crate::arch::Arch;
 use crate::vm::Vm;
 
-/// The package's configMap (SCR package name `gpu`).
+/// What the scenario asks of one architecture's kernel.
+struct Platform {
+    arch: Arch,
+    /// The scenario's machine name.
+    name: &'static str,
+    /// grub.conf's arguments, in order (appended to the command line as they are).
+    args: &'static [&'static str],
+    /// The huge pages they reserve: (size directory under /sys/kernel/mm/hugepages
+    /// without `hugepages-`, count).
+    huge_pages: &'static [(&'static str, u32)],
+    /// A message post-interrupt-check gives before the reboot, for no huge page of
+    /// a size reserved yet.
+    unreserved: &'static str,
+}
+
+/// x86_64: the default size (2M).
+const X86_64: Platform = Platform {
+    arch: Arch::X86_64,
+    name: "tuning",
+    args: &["hugepages=16", "skyhook.vmtest=tuning"],
+    huge_pages: &[("2048kB", 16)],
+    unreserved: "hugepages=16 asks for 16 huge pages of 2M, the kernel reserved 0",
+};
+
+/// arm64 with 4k pages (Debian's arm64 kernel): 2M (a PMD) and 64K (contiguous PTEs),
+/// each with its own count.
+const ARM64: Platform = Platform {
+    arch: Arch::Arm64,
+    name: "tuning-arm64",
+    args: &[
+        "hugepagesz=2M",
+        "hugepages=16",
+        "hugepagesz=64K",
+        "hugepages=32",
+        "skyhook.vmtest=tuning",
+    ],
+    huge_pages: &[("2048kB", 16), ("64kB", 32)],
+    unreserved: "hugepages=32 asks for 32 huge pages of 64K, the kernel reserved 0",
+};
+
+impl Platform {
+    /// The arguments as on the command line.
+    fn cmdline(&self) -> String {
+        self.args.join(" ")
+    }
+
+    /// Bash: `$args`, and `$huge` / `$no_huge` as `hugepages` prints them.
+    fn defines(&self) -> String {
+        let huge = |count: Option<u32>| -> String {
+            let each = self
+                .huge_pages
+                .iter()
+                .map(|(size, n)| format!("{size}={}", count.unwrap_or(*n)));
+            each.collect::<Vec<_>>().join(" ")
+        };
+        format!(
+            "args=\"{}\"\nhuge=\"{}\"\nno_huge=\"{}\"\n",
+            self.cmdline(),
+            huge(None),
+            huge(Some(0))
+        )
+    }
+}
+
+/// The package's configMap (SCR package name `gpu`) but grub.conf.
 const CONFIGMAP: &[(&str, &str)] = &[
     (
         "sysctl.conf",
@@ -20,7 +89,6 @@ const CONFIGMAP: &[(&str, &str)] = &[
         "service_skyhook-vmtest.conf",
         "[Service]\nLimitNOFILE=65536:131072\nLimitMEMLOCK=infinity\n",
     ),
-    ("grub.conf", "hugepages=16\nskyhook.vmtest=tuning\n"),
 ];
 
 /// Shared by every boot: names, and a reader of the test service's live limits.
@@ -39,7 +107,12 @@ service_limit() {
     [ "$pid" -gt 0 ] || fail "$svc is not running"
     awk -v n="$1" 'index($0, n) == 1 { print $(NF-2), $(NF-1) }' "/proc/$pid/limits"
 }
-hugepages() { awk '/^HugePages_Total/ { print $2 }' /proc/meminfo; }
+# hugepages: "SIZE=nr_hugepages" for each size of $huge, space-separated.
+hugepages() {
+    local h out=()
+    for h in $huge; do out+=("${h%%=*}=$(cat "/sys/kernel/mm/hugepages/hugepages-${h%%=*}/nr_hugepages")"); done
+    echo "${out[*]}"
+}
 "#;
 
 /// Boot 1: the node as a distribution left it (a sysctl file of its own, a running
@@ -61,8 +134,8 @@ gpu --lifecycle --until-interrupt
 expect_exists $files
 expect_eq "live kernel parameters" "$(sysctls | paste -sd' ')" \
     "vm.swappiness=13 net.core.somaxconn=8192 fs.inotify.max_user_instances=1024"
-grep -q "hugepages=16 skyhook.vmtest=tuning" /boot/grub/grub.cfg || fail "grub.cfg lacks our arguments"
-! on_cmdline hugepages=16 || fail "hugepages=16 on the command line before the reboot"
+grep -qF "$args" /boot/grub/grub.cfg || fail "grub.cfg lacks our arguments"
+! on_cmdline skyhook.vmtest=tuning || fail "our arguments on the command line before the reboot"
 expect_eq "the service's nofile before its restart" "$(service_limit "Max open files")" "$(cat $saved/nofile)"
 record early-check gpu post-interrupt
 expect_eq "post-interrupt-check before the reboot" "$(cat early-check.code)" 1
@@ -79,8 +152,8 @@ gpu config-check
 const AFTER_REBOOT: &str = r#"
 keep /proc/cmdline
 service_limit "Max open files" > nofile
-on_cmdline hugepages=16 && on_cmdline skyhook.vmtest=tuning || fail "our arguments are not on /proc/cmdline"
-expect_eq "huge pages reserved at boot" "$(hugepages)" 16
+for a in $args; do on_cmdline "$a" || fail "$a is not on /proc/cmdline"; done
+expect_eq "huge pages reserved at boot, per size" "$(hugepages)" "$huge"
 expect_eq "vm.swappiness after the boot (ours over cloud-optimization.conf)" "$(sysctl -n vm.swappiness)" 13
 expect_eq "the service's nofile" "$(cat nofile)" "65536 131072"
 expect_eq "the service's memlock" "$(service_limit "Max locked memory")" "unlimited unlimited"
@@ -99,8 +172,8 @@ expect_same_snapshot "after uninstall" $saved/snapshot $tracked
 /// Boot 3: the node after uninstall and a reboot.
 const AFTER_UNINSTALL: &str = r#"
 keep /proc/cmdline
-! on_cmdline hugepages=16 && ! on_cmdline skyhook.vmtest=tuning || fail "our arguments are still on /proc/cmdline"
-expect_eq "huge pages" "$(hugepages)" 0
+for a in $args; do ! on_cmdline "$a" || fail "$a is still on /proc/cmdline"; done
+expect_eq "huge pages, per size" "$(hugepages)" "$no_huge"
 expect_eq "kernel parameters after the boot" "$(sysctls)" "$(cat $saved/sysctl)"
 expect_eq "the service's nofile" "$(service_limit "Max open files")" "$(cat $saved/nofile)"
 gpu uninstall-check
@@ -110,8 +183,29 @@ expect_same_snapshot "after uninstall and a reboot" $saved/snapshot $tracked
 #[test]
 #[ignore = "VM tier: needs root, the Debian mirror and minutes; cargo test -p skyhook-pkg --test vm -- --ignored"]
 fn tuning() {
-    let mut vm = Vm::new("tuning");
-    vm.define(DEFINES).package("gpu", "tuning", CONFIGMAP);
+    scenario(&X86_64);
+}
+
+#[test]
+#[ignore = "VM tier: needs root, the Debian mirror and minutes; cargo test -p skyhook-pkg --test vm -- --ignored"]
+fn tuning_arm64() {
+    scenario(&ARM64);
+}
+
+/// Three boots: install to the interrupt, after the reboot (then uninstall), after
+/// uninstall and a reboot.
+fn scenario(platform: &Platform) {
+    let mut vm = Vm::new_on(platform.name, platform.arch);
+    let grub_conf = platform.args.join("\n") + "\n";
+    let configmap: Vec<(&str, &str)> = CONFIGMAP
+        .iter()
+        .copied()
+        .chain([("grub.conf", grub_conf.as_str())])
+        .collect();
+    vm.define(DEFINES)
+        .define(&platform.defines())
+        .package("gpu", "tuning", &configmap);
+    let args = platform.cmdline();
 
     let install = vm.boot("install", INSTALL);
     install.expect_running();
@@ -124,7 +218,8 @@ fn tuning() {
     install
         .record("early-check")
         .expect_step("post-interrupt-check", 1)
-        .expect_output("the running kernel was not booted with hugepages=16 skyhook.vmtest=tuning")
+        .expect_output(&format!("the running kernel was not booted with {args}"))
+        .expect_output(platform.unreserved)
         .expect_output("skyhook-vmtest.service (main process");
     install
         .record("overridden")
@@ -145,7 +240,7 @@ fn tuning() {
         .expect_step("uninstall-check", 0);
     let cmdline = after.file("cmdline");
     assert!(
-        cmdline.ends_with("hugepages=16 skyhook.vmtest=tuning\n"),
+        cmdline.ends_with(&format!("{args}\n")),
         "our arguments are not appended to the command line: {cmdline}"
     );
     assert_eq!(after.file("nofile").trim(), "65536 131072", "the service's LimitNOFILE");

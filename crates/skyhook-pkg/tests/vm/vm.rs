@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! What a scenario uses: a [`Vm`] is one test's machine (a copy-on-write overlay of
-//! the cached base image), driven boot by boot. Each [`Vm::boot`] powers the machine
+//! the cached base image of its architecture, [`Vm::new`] x86_64, [`Vm::new_on`]
+//! another), driven boot by boot. Each [`Vm::boot`] powers the machine
 //! on, lets the guest's runner run a bash script once systemd is up, and returns a
 //! [`Boot`]: the script's exit code and output, files it left in `$OUT`. The runner reboots
 //! the guest at the end, which ends qemu (`-no-reboot`): the next `boot` is the
@@ -22,17 +23,24 @@
 //! | `<name> MODE…` | `skyhook-pkg run` of a package deployed with [`Vm::package`] |
 //!
 //! The script runs under `set -euo pipefail` as root, in a systemd service.
+//!
+//! Every boot prints one progress line to stderr as it ends (`vm: boot 4 (arm64
+//! tuning-arm64 02-after-reboot): up in 54 s, exit 0, 110 s of its 960 s limit`). Time
+//! limits are given for an x86_64 guest on the machine the README's figures come from
+//! and scaled by [`limit`] to the first boot of the run on this machine.
 
 #![allow(dead_code)] // the scenario API: not every scenario uses every helper
 
 use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::Command;
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Mutex, MutexGuard, OnceLock};
 use std::time::{Duration, Instant};
 
 use nix::fcntl::Flock;
 
+use crate::arch::Arch;
 use crate::image::{self, Image};
 use crate::qemu::{self, DirectKernel, Launch, Qemu};
 use crate::{cache, disk};
@@ -41,22 +49,44 @@ use crate::{cache, disk};
 const LABEL: &str = "skyhook-vm";
 /// What every script starts with.
 const PRELUDE: &str = include_str!("guest/prelude.sh");
-/// A boot's default time limit: boot (~20 s), the script, the reboot.
+/// A boot's default time limit: boot (~20 s), the script, the reboot (x86_64, before
+/// [`limit`] scales it).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
-/// The Rust target of the guest.
-const TARGET: &str = "x86_64-unknown-linux-gnu";
+/// Before the first boot of an architecture is measured, limits are this many times
+/// what the reference figures give.
+const UNMEASURED_FACTOR: u32 = 2;
 
-/// Everything a test machine is made from, prepared once per test process.
-struct Env {
+/// Power-on to system up (the runner's "system running" line) of a boot through GRUB
+/// with a short script, on the machine the README's figures come from: the
+/// reference [`limit`] scales time limits by.
+fn reference_up(arch: Arch) -> Duration {
+    match arch {
+        Arch::X86_64 => Duration::from_secs(25),
+        Arch::Arm64 => Duration::from_secs(80),
+    }
+}
+
+/// The cache and its lock, taken once per test process.
+struct Shared {
     _lock: Flock<File>,
     cache: PathBuf,
+}
+
+/// Everything a test machine of one architecture is made from, prepared once per
+/// test process.
+struct Env {
     qemu: Qemu,
     image: Image,
     /// `bin/skyhook-pkg` and `dist/<package>/`.
     payload: PathBuf,
 }
 
-static ENV: OnceLock<Result<Env, String>> = OnceLock::new();
+static SHARED: OnceLock<Result<Shared, String>> = OnceLock::new();
+static ENVS: [OnceLock<Result<Env, String>>; 2] = [OnceLock::new(), OnceLock::new()];
+/// Power-on to system up of each architecture's first boot of the run ([`limit`]).
+static FIRST_UP: Mutex<[Option<Duration>; 2]> = Mutex::new([None, None]);
+/// Boots of the run so far, for the progress lines.
+static BOOTS: AtomicUsize = AtomicUsize::new(0);
 /// One guest runs at a time: two TCG guests on a 2-core machine would only slow
 /// each other down and blur every timeout.
 static MACHINE: Mutex<()> = Mutex::new(());
@@ -64,44 +94,82 @@ static MACHINE: Mutex<()> = Mutex::new(());
 /// interleaved with another's, so its log reads in order and its time is its own.
 static SCENARIO: Mutex<()> = Mutex::new(());
 
-fn env() -> &'static Env {
-    match ENV.get_or_init(prepare) {
-        Ok(env) => env,
+fn index(arch: Arch) -> usize {
+    Arch::ALL.iter().position(|a| *a == arch).expect("a known architecture")
+}
+
+fn shared() -> &'static Shared {
+    let prepared = SHARED.get_or_init(|| {
+        if !nix::unistd::geteuid().is_root() {
+            return Err("it needs root (debootstrap, chroot, the cache in /var/cache); run the tier as root".into());
+        }
+        let cache = cache::dir()?;
+        let lock = cache::lock(&cache)?;
+        Ok(Shared { _lock: lock, cache })
+    });
+    match prepared {
+        Ok(shared) => shared,
         Err(e) => panic!("the VM tier cannot run: {e}"),
     }
 }
 
-fn prepare() -> Result<Env, String> {
-    if !nix::unistd::geteuid().is_root() {
-        return Err("it needs root (debootstrap, chroot, the cache in /var/cache); run the tier as root".into());
+fn env(arch: Arch) -> &'static Env {
+    let cache = &shared().cache;
+    match ENVS[index(arch)].get_or_init(|| prepare(cache, arch)) {
+        Ok(env) => env,
+        Err(e) => panic!("the VM tier cannot run {} guests: {e}", arch.name()),
     }
+}
+
+fn prepare(cache: &Path, arch: Arch) -> Result<Env, String> {
     let started = Instant::now();
-    let cache = cache::dir()?;
-    let lock = cache::lock(&cache)?;
-    let qemu = Qemu::obtain(&cache)?;
-    let image = image::base(&cache, &qemu)?;
-    let payload = build_payload(&cache)?;
-    eprintln!("vm: ready in {:.0?}", started.elapsed());
-    Ok(Env {
-        _lock: lock,
-        cache,
-        qemu,
-        image,
-        payload,
-    })
+    let qemu = Qemu::obtain(cache, arch)?;
+    let image = image::base(cache, &qemu)?;
+    let payload = build_payload(cache, arch)?;
+    eprintln!("vm: {} ready in {:.0?}", arch.name(), started.elapsed());
+    Ok(Env { qemu, image, payload })
+}
+
+/// The time limit for a boot of an `arch` guest whose limit on the reference machine
+/// (x86_64, the README's figures) is `nominal`: scaled by how much longer than an
+/// x86_64 boot there the first boot of `arch` in this run took to come up (never
+/// below what the reference figures give for `arch`). Before that first boot is
+/// measured, [`UNMEASURED_FACTOR`] times the reference.
+pub fn limit(arch: Arch, nominal: Duration) -> Duration {
+    let first_up = FIRST_UP.lock().unwrap_or_else(|p| p.into_inner())[index(arch)];
+    scaled(arch, nominal, first_up)
+}
+
+/// [`limit`] for a first boot of `arch` that came up in `first_up` (`None`: not
+/// measured yet).
+fn scaled(arch: Arch, nominal: Duration, first_up: Option<Duration>) -> Duration {
+    let reference = reference_up(Arch::X86_64).as_secs_f64();
+    let factor = match first_up {
+        Some(up) => up.max(reference_up(arch)).as_secs_f64() / reference,
+        None => f64::from(UNMEASURED_FACTOR) * reference_up(arch).as_secs_f64() / reference,
+    };
+    nominal.mul_f64(factor)
+}
+
+/// Remembers the first measured boot of `arch` in this run ([`limit`]).
+fn measured(arch: Arch, up: Duration) {
+    let mut first = FIRST_UP.lock().unwrap_or_else(|p| p.into_inner());
+    first[index(arch)].get_or_insert(up);
 }
 
 /// `skyhook-pkg dist` and `skyhook-pkg dist-self` (static, release, without fat LTO)
-/// for the guest, into `<cache>/payload`.
-fn build_payload(cache: &Path) -> Result<PathBuf, String> {
+/// for the guest, into `<cache>/payload/<arch>`.
+fn build_payload(cache: &Path, arch: Arch) -> Result<PathBuf, String> {
     let started = Instant::now();
-    let payload = cache.join("payload");
+    let payloads = cache.join("payload");
+    cache::remove_all_but(&payloads, &Arch::ALL.map(Arch::name))?;
+    let payload = payloads.join(arch.name());
     cache::remove(&payload)?;
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let tool = env!("CARGO_BIN_EXE_skyhook-pkg");
     for (subcommand, out) in [("dist", "dist"), ("dist-self", "bin/skyhook-pkg")] {
         let mut cmd = Command::new(tool);
-        cmd.args([subcommand, "--target", TARGET, "--out"])
+        cmd.args([subcommand, "--target", arch.rust_target(), "--out"])
             .arg(payload.join(out))
             .current_dir(&workspace);
         if subcommand == "dist-self" {
@@ -112,7 +180,8 @@ fn build_payload(cache: &Path) -> Result<PathBuf, String> {
         cache::run(&mut cmd)?;
     }
     eprintln!(
-        "vm: dist trees and static skyhook-pkg built in {:.0?}",
+        "vm: {} dist trees and static skyhook-pkg built in {:.0?}",
+        arch.name(),
         started.elapsed()
     );
     Ok(payload)
@@ -120,6 +189,8 @@ fn build_payload(cache: &Path) -> Result<PathBuf, String> {
 
 /// What one boot is made of.
 pub struct BootSpec<'a> {
+    /// Whose boot it is, for the progress line (a scenario, the image build).
+    pub who: &'a str,
     /// The boot disk and its format.
     pub disk: (&'a Path, &'static str),
     /// A direct kernel boot instead of the disk's GRUB.
@@ -146,20 +217,39 @@ pub fn boot_once(qemu: &Qemu, spec: BootSpec, script: &str) -> Result<Boot, Stri
     disk::make_data_disk(&data, data_disk_mib(spec.stage), LABEL, spec.stage)?;
     let console = dir.join("console.log");
     let machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
-    let elapsed = qemu
-        .run(&Launch {
-            disks: vec![(spec.disk.0.to_path_buf(), spec.disk.1), (data.clone(), "raw")],
-            kernel: spec.kernel,
-            console: console.clone(),
-            timeout: spec.timeout,
-        })
-        .map_err(|e| format!("boot {:?}: {e}", spec.label))?;
+    let number = BOOTS.fetch_add(1, Ordering::SeqCst) + 1;
+    let which = format!("boot {number} ({} {} {})", qemu.arch().name(), spec.who, spec.label);
+    let limit = spec.timeout.as_secs();
+    let ran = qemu.run(&Launch {
+        disks: vec![(spec.disk.0.to_path_buf(), spec.disk.1), (data.clone(), "raw")],
+        kernel: spec.kernel,
+        console: console.clone(),
+        timeout: spec.timeout,
+    });
     drop(machine);
+    let ran = ran.map_err(|e| {
+        eprintln!("vm: {which}: failed (limit {limit} s)");
+        format!("boot {:?}: {e}", spec.label)
+    })?;
+    let up = match ran.up {
+        Some(up) => {
+            measured(qemu.arch(), up);
+            format!("up in {} s", up.as_secs())
+        }
+        None => "never up".to_string(),
+    };
+    let elapsed = ran.elapsed;
     for d in ["/result", "/out"] {
         disk::read_dir(&data, d, &dir)?;
     }
     let read = |name: &str| fs::read_to_string(dir.join("result").join(name)).ok();
-    let Some(exit) = read("exit") else {
+    let exit = read("exit");
+    eprintln!(
+        "vm: {which}: {up}, exit {}, {} s of its {limit} s limit",
+        exit.as_deref().map_or("?", str::trim),
+        elapsed.as_secs()
+    );
+    let Some(exit) = exit else {
         let how = if read("started").is_none() {
             "the runner never started (no system up, or no data disk seen)"
         } else {
@@ -337,6 +427,7 @@ impl Outcome {
 pub struct Vm {
     /// This scenario's turn ([`SCENARIO`]), held until the machine is dropped.
     _turn: MutexGuard<'static, ()>,
+    arch: Arch,
     name: String,
     work: PathBuf,
     overlay: PathBuf,
@@ -350,13 +441,19 @@ pub struct Vm {
 }
 
 impl Vm {
-    /// A new machine named `name`: a fresh overlay of the base image. Panics with
-    /// the reason when the tier cannot run.
+    /// A new x86_64 machine named `name`: a fresh overlay of the base image. Panics
+    /// with the reason when the tier cannot run.
     pub fn new(name: &str) -> Vm {
-        let env = env();
+        Vm::new_on(name, Arch::X86_64)
+    }
+
+    /// A new machine of `arch` named `name` (unique across architectures: it names
+    /// the run's directory).
+    pub fn new_on(name: &str, arch: Arch) -> Vm {
+        let env = env(arch);
         let turn = SCENARIO.lock().unwrap_or_else(|p| p.into_inner());
         let started = Instant::now();
-        let work = env.cache.join("runs").join(name);
+        let work = shared().cache.join("runs").join(name);
         let overlay = work.join("disk.qcow2");
         let stage = work.join("stage");
         let setup = || -> Result<(), String> {
@@ -378,6 +475,7 @@ impl Vm {
         }
         Vm {
             _turn: turn,
+            arch,
             started,
             name: name.to_string(),
             work,
@@ -389,7 +487,8 @@ impl Vm {
         }
     }
 
-    /// Sets the time limit of the following boots.
+    /// Sets the time limit of the following boots, as on the reference machine for
+    /// x86_64 ([`limit`] scales it to this machine and the architecture).
     pub fn timeout(&mut self, limit: Duration) -> &mut Self {
         self.timeout = limit;
         self
@@ -442,26 +541,23 @@ impl Vm {
     pub fn boot(&mut self, label: &str, script: &str) -> Boot {
         self.boots += 1;
         let label = format!("{:02}-{label}", self.boots);
-        let started = Instant::now();
         let boot = boot_once(
-            &env().qemu,
+            &env(self.arch).qemu,
             BootSpec {
+                who: &self.name,
                 disk: (&self.overlay, "qcow2"),
                 kernel: None,
                 stage: &self.stage,
                 work: &self.work,
                 label: &label,
-                timeout: self.timeout,
+                timeout: limit(self.arch, self.timeout),
             },
             &format!("{}{script}", self.defines),
         )
         .unwrap_or_else(|e| panic!("{}: {e}", self.name));
         eprintln!(
-            "vm: {} boot {label}: exit {} in {:.0?} ({:.0?} with the disks); guest: {}",
+            "vm: {} boot {label}: guest: {}",
             self.name,
-            boot.script.code,
-            boot.elapsed,
-            started.elapsed(),
             boot.startup.lines().next().unwrap_or("?")
         );
         boot
@@ -485,5 +581,27 @@ impl Drop for Vm {
         } else if let Err(e) = cache::remove(&self.work) {
             eprintln!("vm: {e}");
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn limits_scale_with_the_first_boot_of_the_run() {
+        let secs = |s| Duration::from_secs(s);
+        // As fast as the reference machine: the limits as written.
+        assert_eq!(scaled(Arch::X86_64, secs(300), Some(secs(25))), secs(300));
+        // Three times slower: three times longer.
+        assert_eq!(scaled(Arch::X86_64, secs(300), Some(secs(75))), secs(900));
+        // A faster machine never gets less than the figures here.
+        assert_eq!(scaled(Arch::X86_64, secs(300), Some(secs(10))), secs(300));
+        // arm64 boots are up in 80 s here: 3.2 times an x86_64 boot's limit, more when slower.
+        assert_eq!(scaled(Arch::Arm64, secs(300), Some(secs(60))), secs(960));
+        assert_eq!(scaled(Arch::Arm64, secs(300), Some(secs(200))), secs(2400));
+        // Not measured yet: twice the figures here.
+        assert_eq!(scaled(Arch::X86_64, secs(300), None), secs(600));
+        assert_eq!(scaled(Arch::Arm64, secs(300), None), secs(1920));
     }
 }
