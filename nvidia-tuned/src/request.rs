@@ -4,7 +4,7 @@
 //! (optional). Values are trimmed like the original's `xargs`; a value must be one
 //! word. Every problem is listed, naming the key, the line and an excerpt.
 
-use skyhook_core::runtime::error::{bad_line, excerpt};
+use skyhook_core::error::{bad_line, excerpt};
 use skyhook_core::{ConfigMaps, Error, Result};
 
 use crate::catalog::Manifest;

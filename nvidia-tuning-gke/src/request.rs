@@ -5,7 +5,7 @@
 //! is collected and is bad input (exit 2); keys this package does not read are
 //! named in a warning and ignored, as the original ignored them.
 
-use skyhook_core::runtime::error::excerpt;
+use skyhook_core::error::excerpt;
 use skyhook_core::{ConfigMaps, Error, Result};
 
 /// The configMap key naming the accelerator.

@@ -15,7 +15,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
-use skyhook_core::runtime::error::{bad_line, excerpt};
+use skyhook_core::error::{bad_line, excerpt};
 use skyhook_core::{ConfigMaps, Error, Host, Result};
 
 use crate::conf::{self, Conf, Include};

@@ -7,7 +7,7 @@
 
 use skyhook_core::formats::limits::{Resource, Rlim};
 use skyhook_core::formats::unitfile::{self, SERVICE_SECTIONS};
-use skyhook_core::runtime::error::bad_line;
+use skyhook_core::error::bad_line;
 
 use crate::paths::Paths;
 

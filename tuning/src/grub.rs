@@ -5,7 +5,7 @@
 //! [`boot`](skyhook_core::boot) module, never replacing it.
 
 use skyhook_core::boot::{BootConfig, OwnArgs, check_arg};
-use skyhook_core::runtime::error::bad_line;
+use skyhook_core::error::bad_line;
 use skyhook_core::{Host, Result};
 
 use crate::state::State;

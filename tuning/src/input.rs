@@ -5,7 +5,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 
-use skyhook_core::runtime::error::bad_line;
+use skyhook_core::error::bad_line;
 use skyhook_core::{ConfigMaps, Error, Result};
 
 use crate::dropin::{self, DropIn};

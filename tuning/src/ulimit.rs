@@ -6,7 +6,7 @@
 
 use std::collections::BTreeMap;
 
-use skyhook_core::runtime::error::bad_line;
+use skyhook_core::error::bad_line;
 
 use crate::paths::Paths;
 

@@ -4,9 +4,11 @@
 //!
 //! - [`runtime`]: the step the agent is running: its [`mode`](runtime::mode),
 //!   [`context`](runtime::context) (environment), [`configmap`](runtime::configmap)
-//!   (input), [`node_metadata`](runtime::node_metadata), errors and their exit codes,
-//!   checks, interrupts, versions, and [`run`](runtime::run), the entry point that
+//!   (input), [`node_metadata`](runtime::node_metadata), checks, interrupts, versions, and [`run`](runtime::run), the entry point that
 //!   turns a package's result into a bounded report and an exit code.
+//! - [`error`]: the error kinds and their exit codes, and the bounded excerpts every
+//!   message quotes; a leaf every folder uses, so that no folder imports another in
+//!   a cycle.
 //! - [`host`]: the machine being changed: files under a root, never through a
 //!   symbolic link ([`nofollow`](host::nofollow)); external commands through a
 //!   [`Runner`](host::command::Runner); systemd; [`process`](host::process)
@@ -24,6 +26,7 @@
 pub mod boot;
 #[cfg(feature = "config")]
 pub mod config;
+pub mod error;
 pub mod formats;
 pub mod host;
 pub mod os;
@@ -36,7 +39,7 @@ pub use host::Host;
 pub use runtime::check::Checklist;
 pub use runtime::configmap::ConfigMaps;
 pub use runtime::context::Context;
-pub use runtime::error::{Error, HostError, Result};
+pub use error::{Error, HostError, Result};
 pub use runtime::interrupt::Interrupt;
 pub use runtime::mode::Mode;
 pub use runtime::run::{Outcome, Package, Step};

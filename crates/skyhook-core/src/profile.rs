@@ -12,7 +12,7 @@ use std::fmt;
 use std::str::FromStr;
 
 use crate::os::distro::OsRelease;
-use crate::runtime::error::{Error, excerpt};
+use crate::error::{Error, excerpt};
 
 /// An OS and its version, as catalogs key their overrides (`ubuntu` `24.04`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

@@ -4,7 +4,7 @@
 //! and the one rule for which arguments a package may write.
 
 use crate::host::Host;
-use crate::runtime::error::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The characters a kernel argument we write may hold besides ASCII letters and
 /// digits. Everything else is refused: GRUB's script parser acts on `; | & { } < > #`

@@ -20,7 +20,7 @@ use crate::host::Host;
 use crate::host::command::Cmd;
 use crate::os::arch::Arch;
 use crate::os::distro::Family;
-use crate::runtime::error::{Error, Result};
+use crate::error::{Error, Result};
 
 pub use super::defaults::DROP_IN_DIR;
 

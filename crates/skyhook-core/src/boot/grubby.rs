@@ -17,7 +17,7 @@ use super::cmdline::{key_of, split_cmdline};
 use super::defaults::{self, CMDLINE_VAR, Edit, GRUB_DEFAULTS};
 use crate::host::Host;
 use crate::host::command::Cmd;
-use crate::runtime::error::Result;
+use crate::error::Result;
 
 /// One boot entry as grubby reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -25,7 +25,7 @@ use super::edited::{Content, undo_edit};
 use super::grubby::{self, Originals};
 use crate::host::Host;
 use crate::records::original::SavedFile;
-use crate::runtime::error::Result;
+use crate::error::Result;
 
 /// What a package's kernel arguments did to the boot configuration.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

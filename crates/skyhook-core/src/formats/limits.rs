@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::host::Host;
-use crate::runtime::error::{Error, Result};
+use crate::error::{Error, Result};
 
 /// One limit value: `None` is unlimited.
 pub type Rlim = Option<u64>;

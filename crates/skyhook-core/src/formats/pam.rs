@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::host::Host;
-use crate::runtime::error::HostError;
+use crate::error::HostError;
 
 /// The files that login, ssh, cron and systemd user sessions include, on both families.
 pub const SESSION_FILES: [&str; 4] = [

@@ -17,7 +17,7 @@ use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
 use crate::host::Host;
-use crate::runtime::error::HostError;
+use crate::error::HostError;
 
 /// Where the kernel exposes its parameters.
 pub const PROC_SYS: &str = "/proc/sys";
@@ -405,11 +405,11 @@ pub enum WriteError {
     Host(#[from] HostError),
 }
 
-impl From<WriteError> for crate::runtime::error::Error {
+impl From<WriteError> for crate::error::Error {
     fn from(e: WriteError) -> Self {
         match e {
             WriteError::Host(h) => h.into(),
-            refused => crate::runtime::error::Error::action(refused.to_string()),
+            refused => crate::error::Error::action(refused.to_string()),
         }
     }
 }

@@ -26,7 +26,7 @@ use std::path::{Component, Path, PathBuf};
 
 use crate::host::command::{Cmd, Output, RefusingRunner, Runner, StandInRunner, SystemRunner};
 use crate::host::nofollow::{Dir, Missing};
-use crate::runtime::error::{HostError, Result};
+use crate::error::{HostError, Result};
 
 /// The host: a root directory and a command runner. A clone is the same host (it
 /// shares the runner), for a package that hands a step to another package's engine.

@@ -28,7 +28,7 @@ use nix::fcntl::{AtFlags, OFlag};
 use nix::sys::stat::{FileStat, Mode, SFlag};
 use nix::unistd::UnlinkatFlags;
 
-use crate::runtime::error::HostError;
+use crate::error::HostError;
 
 /// The infix that marks our temporaries: `.NAME.skyhook-tmp.PID.RANDOM`.
 pub const TEMP_INFIX: &str = ".skyhook-tmp.";

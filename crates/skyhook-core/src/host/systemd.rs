@@ -7,7 +7,7 @@
 
 use crate::host::Host;
 use crate::host::command::Cmd;
-use crate::runtime::error::{HostError, Result};
+use crate::error::{HostError, Result};
 
 /// systemd operations on one host.
 pub struct Systemd<'h> {

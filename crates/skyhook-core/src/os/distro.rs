@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::host::Host;
-use crate::runtime::error::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A family of distributions that share tools and file locations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -23,7 +23,7 @@ use std::time::Duration;
 use crate::host::Host;
 use crate::host::command::{Cmd, Output};
 use crate::os::distro::Family;
-use crate::runtime::error::{Error, HostError, Result, excerpt};
+use crate::error::{Error, HostError, Result, excerpt};
 
 /// Which package manager runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -19,7 +19,7 @@ use serde::Deserialize;
 
 use crate::host::Host;
 use crate::platform::pci::{self, PciDevice, PciError};
-use crate::runtime::error::{EXCERPT_CHARS, Error, excerpt};
+use crate::error::{EXCERPT_CHARS, Error, excerpt};
 use crate::runtime::node_metadata::NodeMetadata;
 
 /// The GPU Feature Discovery label naming the node's GPU product.

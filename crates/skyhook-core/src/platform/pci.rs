@@ -8,7 +8,7 @@
 use std::path::{Path, PathBuf};
 
 use crate::host::Host;
-use crate::runtime::error::{HostError, excerpt};
+use crate::error::{HostError, excerpt};
 
 /// Where the kernel lists the PCI devices.
 pub const DEVICES_DIR: &str = "/sys/bus/pci/devices";

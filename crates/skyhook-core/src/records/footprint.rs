@@ -13,7 +13,7 @@ use std::path::{Path, PathBuf};
 use serde::{Deserialize, Serialize};
 
 use crate::host::Host;
-use crate::runtime::error::HostError;
+use crate::error::HostError;
 
 /// Files written and directories created by a package.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

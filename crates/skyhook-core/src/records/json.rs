@@ -7,7 +7,7 @@ use std::path::Path;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
-use crate::runtime::error::{Error, Result};
+use crate::error::{Error, Result};
 
 /// Encodes `record` as pretty-printed JSON with a final newline.
 pub fn encode<T: Serialize>(record: &T) -> Result<Vec<u8>> {

@@ -13,7 +13,7 @@ use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
 use crate::host::Host;
-use crate::runtime::error::{Error, Result};
+use crate::error::{Error, Result};
 
 /// A file as it was before a package changed it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -16,7 +16,7 @@ use std::collections::BTreeSet;
 use serde::{Deserialize, Serialize};
 
 use crate::os::pkgmgr::PackageManager;
-use crate::runtime::error::Result;
+use crate::error::Result;
 
 /// What an apply found and added.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -15,7 +15,7 @@ use serde::de::DeserializeOwned;
 
 use crate::host::Host;
 use crate::records::json;
-use crate::runtime::error::Result;
+use crate::error::Result;
 
 /// The directory under which every package keeps its state.
 pub const STATE_ROOT: &str = "/var/lib/skyhook-packages";

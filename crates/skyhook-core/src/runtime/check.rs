@@ -3,7 +3,7 @@
 //! the first, and expectations that could not be checked on this host (no running
 //! systemd, say) are reported as skipped.
 
-use crate::runtime::error::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The expectations of one check run.
 #[derive(Debug, Default)]

@@ -12,7 +12,7 @@ use std::io::{self, Read};
 use std::os::unix::fs::{FileTypeExt, OpenOptionsExt};
 use std::path::{Path, PathBuf};
 
-use crate::runtime::error::{Error, HostError, Result, excerpt};
+use crate::error::{Error, HostError, Result, excerpt};
 
 /// The largest configMap value read, in bytes (1 MiB, the size limit of a whole
 /// Kubernetes ConfigMap). A larger value is bad input; reading stops there.

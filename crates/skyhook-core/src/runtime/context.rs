@@ -8,7 +8,7 @@
 use std::fmt;
 use std::path::{Path, PathBuf};
 
-use crate::runtime::error::{Error, Result, excerpt};
+use crate::error::{Error, Result, excerpt};
 use crate::runtime::mode::Mode;
 use crate::runtime::semver::Version;
 

@@ -12,7 +12,7 @@ use std::fmt;
 use base64::Engine as _;
 use serde_json::{Value, json};
 
-use crate::runtime::error::{Error, Result};
+use crate::error::{Error, Result};
 
 /// The tag of the machine-readable interrupt report line (see [`Interrupt::report_line`]).
 pub const REPORT_TAG: &str = "skyhook-interrupt-needed: ";

@@ -1,10 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The step runtime: the mode being run, its context and configMap, errors and their exit codes, the report, checks, interrupts, versions and node metadata.
+//! The step runtime: the mode being run, its context and configMap, the report, checks, interrupts, versions and node metadata.
 
 pub mod check;
 pub mod configmap;
 pub mod context;
-pub mod error;
 pub mod interrupt;
 pub mod mode;
 pub mod node_metadata;

@@ -3,7 +3,7 @@
 //! handler → a report → the exit code (0 success; 1 a check or an action failed;
 //! 2 bad input or an unknown mode). Logs are plain lines (`info: …`) on stderr,
 //! level from `SKYHOOK_LOG` (error, warn, info, debug, trace; default info).
-//! A failure report is bounded (about 64 KiB at most, see [`crate::runtime::error`]).
+//! A failure report is bounded (about 64 KiB at most, see [`crate::error`]).
 //! `--help` and `--version` print to stdout; when stdout cannot be written (a full
 //! disk, `/dev/full`) they exit 1 with a message on stderr, never a panic.
 //!
@@ -19,7 +19,7 @@ use crate::os::distro::OsRelease;
 use crate::records::state::StateStore;
 use crate::runtime::configmap::ConfigMaps;
 use crate::runtime::context::Context;
-use crate::runtime::error::{Error, MAX_MESSAGE_BYTES, Result, bounded_list, excerpt, truncate};
+use crate::error::{Error, MAX_MESSAGE_BYTES, Result, bounded_list, excerpt, truncate};
 use crate::runtime::interrupt::Interrupt;
 use crate::runtime::mode::{Mode, UnknownMode};
 
@@ -307,7 +307,7 @@ fn report<P: Package>(mode: Mode, result: Result<Outcome>, started: Instant) -> 
 }
 
 /// The lines reporting `error`, bounded whatever it holds: at most
-/// [`crate::runtime::error::MAX_LISTED`] problems of at most [`MAX_MESSAGE_BYTES`] each.
+/// [`crate::error::MAX_LISTED`] problems of at most [`MAX_MESSAGE_BYTES`] each.
 fn failure_lines(what: &str, error: &Error) -> Vec<String> {
     let (head, items) = match error {
         Error::Input(problems) => (format!("{what}: bad input, nothing on the node was changed:"), problems),
@@ -357,7 +357,7 @@ mod tests {
         let one = Error::bad_line("sysctl.conf", 7, &huge, "not a number");
         let many = Error::Input(
             (1..=100_000)
-                .map(|n| crate::runtime::error::bad_line("sysctl.conf", n, &huge[..200], "not a number"))
+                .map(|n| crate::error::bad_line("sysctl.conf", n, &huge[..200], "not a number"))
                 .collect(),
         );
         let action = Error::action(huge.clone());
