@@ -5,9 +5,9 @@
 //! the content are checked first, so systemd never ignores a line of it, and its
 //! `Limit*=` settings are understood for the post-interrupt check.
 
+use skyhook_core::error::bad_line;
 use skyhook_core::formats::limits::{Resource, Rlim};
 use skyhook_core::formats::unitfile::{self, SERVICE_SECTIONS};
-use skyhook_core::error::bad_line;
 
 use crate::paths::Paths;
 

@@ -4,8 +4,8 @@
 
 use std::collections::HashMap;
 
-use skyhook_core::formats::sysctl::{self, Assignment, Key, Presence};
 use skyhook_core::error::bad_line;
+use skyhook_core::formats::sysctl::{self, Assignment, Key, Presence};
 use skyhook_core::{Error, Host, Result};
 
 use crate::paths::Paths;

@@ -35,11 +35,11 @@ pub mod profile;
 pub mod records;
 pub mod runtime;
 
+pub use error::{Error, HostError, Result};
 pub use host::Host;
 pub use runtime::check::Checklist;
 pub use runtime::configmap::ConfigMaps;
 pub use runtime::context::Context;
-pub use error::{Error, HostError, Result};
 pub use runtime::interrupt::Interrupt;
 pub use runtime::mode::Mode;
 pub use runtime::run::{Outcome, Package, Step};

@@ -11,8 +11,8 @@
 use std::fmt;
 use std::str::FromStr;
 
-use crate::os::distro::OsRelease;
 use crate::error::{Error, excerpt};
+use crate::os::distro::OsRelease;
 
 /// An OS and its version, as catalogs key their overrides (`ubuntu` `24.04`).
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord, Hash)]

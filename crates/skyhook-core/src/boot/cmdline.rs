@@ -3,8 +3,8 @@
 //! argument's key, whole-token matching in order, the running kernel's command line,
 //! and the one rule for which arguments a package may write.
 
-use crate::host::Host;
 use crate::error::{Error, Result};
+use crate::host::Host;
 
 /// The characters a kernel argument we write may hold besides ASCII letters and
 /// digits. Everything else is refused: GRUB's script parser acts on `; | & { } < > #`

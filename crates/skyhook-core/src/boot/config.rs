@@ -16,11 +16,11 @@ use serde::{Deserialize, Serialize};
 
 use super::cmdline::split_cmdline;
 use super::grubby;
+use crate::error::{Error, Result};
 use crate::host::Host;
 use crate::host::command::Cmd;
 use crate::os::arch::Arch;
 use crate::os::distro::Family;
-use crate::error::{Error, Result};
 
 pub use super::defaults::DROP_IN_DIR;
 

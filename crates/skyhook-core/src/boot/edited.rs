@@ -7,9 +7,9 @@
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
+use crate::error::Result;
 use crate::host::Host;
 use crate::records::original::SavedFile;
-use crate::error::Result;
 
 /// File content kept in a record: text when UTF-8 (readable in `state.json`), else base64.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

@@ -15,9 +15,9 @@ use serde::{Deserialize, Serialize};
 
 use super::cmdline::{key_of, split_cmdline};
 use super::defaults::{self, CMDLINE_VAR, Edit, GRUB_DEFAULTS};
+use crate::error::Result;
 use crate::host::Host;
 use crate::host::command::Cmd;
-use crate::error::Result;
 
 /// One boot entry as grubby reports it.
 #[derive(Debug, Clone, PartialEq, Eq)]

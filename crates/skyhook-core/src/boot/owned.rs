@@ -23,9 +23,9 @@ use super::config::{BootConfig, Method};
 use super::defaults::{self, CMDLINE_VAR, Edit, GRUB_DEFAULTS, render_drop_in};
 use super::edited::{Content, undo_edit};
 use super::grubby::{self, Originals};
+use crate::error::Result;
 use crate::host::Host;
 use crate::records::original::SavedFile;
-use crate::error::Result;
 
 /// What a package's kernel arguments did to the boot configuration.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,8 +9,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::host::Host;
 use crate::error::{Error, Result};
+use crate::host::Host;
 
 /// One limit value: `None` is unlimited.
 pub type Rlim = Option<u64>;

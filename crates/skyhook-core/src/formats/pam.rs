@@ -16,8 +16,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::host::Host;
 use crate::error::HostError;
+use crate::host::Host;
 
 /// The files that login, ssh, cron and systemd user sessions include, on both families.
 pub const SESSION_FILES: [&str; 4] = [

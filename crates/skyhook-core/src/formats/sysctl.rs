@@ -16,8 +16,8 @@ use std::fs;
 use std::io::{self, Write};
 use std::path::{Path, PathBuf};
 
-use crate::host::Host;
 use crate::error::HostError;
+use crate::host::Host;
 
 /// Where the kernel exposes its parameters.
 pub const PROC_SYS: &str = "/proc/sys";

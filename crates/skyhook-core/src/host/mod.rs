@@ -24,9 +24,9 @@ use std::io;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Component, Path, PathBuf};
 
+use crate::error::{HostError, Result};
 use crate::host::command::{Cmd, Output, RefusingRunner, Runner, StandInRunner, SystemRunner};
 use crate::host::nofollow::{Dir, Missing};
-use crate::error::{HostError, Result};
 
 /// The host: a root directory and a command runner. A clone is the same host (it
 /// shares the runner), for a package that hands a step to another package's engine.

@@ -5,9 +5,9 @@
 //! questions about live state answer "unknown", while enabling and disabling (which
 //! only change files) still happen.
 
+use crate::error::{HostError, Result};
 use crate::host::Host;
 use crate::host::command::Cmd;
-use crate::error::{HostError, Result};
 
 /// systemd operations on one host.
 pub struct Systemd<'h> {

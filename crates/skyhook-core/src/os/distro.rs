@@ -6,8 +6,8 @@
 use std::collections::BTreeMap;
 use std::fmt;
 
-use crate::host::Host;
 use crate::error::{Error, Result};
+use crate::host::Host;
 
 /// A family of distributions that share tools and file locations.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

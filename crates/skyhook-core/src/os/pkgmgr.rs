@@ -20,10 +20,10 @@
 use std::collections::BTreeSet;
 use std::time::Duration;
 
+use crate::error::{Error, HostError, Result, excerpt};
 use crate::host::Host;
 use crate::host::command::{Cmd, Output};
 use crate::os::distro::Family;
-use crate::error::{Error, HostError, Result, excerpt};
 
 /// Which package manager runs.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -17,9 +17,9 @@ use std::sync::OnceLock;
 
 use serde::Deserialize;
 
+use crate::error::{EXCERPT_CHARS, Error, excerpt};
 use crate::host::Host;
 use crate::platform::pci::{self, PciDevice, PciError};
-use crate::error::{EXCERPT_CHARS, Error, excerpt};
 use crate::runtime::node_metadata::NodeMetadata;
 
 /// The GPU Feature Discovery label naming the node's GPU product.

@@ -7,8 +7,8 @@
 
 use std::path::{Path, PathBuf};
 
-use crate::host::Host;
 use crate::error::{HostError, excerpt};
+use crate::host::Host;
 
 /// Where the kernel lists the PCI devices.
 pub const DEVICES_DIR: &str = "/sys/bus/pci/devices";

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
 
-use crate::host::Host;
 use crate::error::HostError;
+use crate::host::Host;
 
 /// Files written and directories created by a package.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -12,8 +12,8 @@ use std::path::{Path, PathBuf};
 use base64::Engine as _;
 use serde::{Deserialize, Serialize};
 
-use crate::host::Host;
 use crate::error::{Error, Result};
+use crate::host::Host;
 
 /// A file as it was before a package changed it.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

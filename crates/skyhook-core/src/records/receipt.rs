@@ -15,8 +15,8 @@ use std::collections::BTreeSet;
 
 use serde::{Deserialize, Serialize};
 
-use crate::os::pkgmgr::PackageManager;
 use crate::error::Result;
+use crate::os::pkgmgr::PackageManager;
 
 /// What an apply found and added.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

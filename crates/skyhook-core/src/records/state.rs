@@ -13,9 +13,9 @@ use std::path::PathBuf;
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::error::Result;
 use crate::host::Host;
 use crate::records::json;
-use crate::error::Result;
 
 /// The directory under which every package keeps its state.
 pub const STATE_ROOT: &str = "/var/lib/skyhook-packages";

@@ -14,12 +14,12 @@ use std::ffi::OsString;
 use std::io::Write;
 use std::time::Instant;
 
+use crate::error::{Error, MAX_MESSAGE_BYTES, Result, bounded_list, excerpt, truncate};
 use crate::host::Host;
 use crate::os::distro::OsRelease;
 use crate::records::state::StateStore;
 use crate::runtime::configmap::ConfigMaps;
 use crate::runtime::context::Context;
-use crate::error::{Error, MAX_MESSAGE_BYTES, Result, bounded_list, excerpt, truncate};
 use crate::runtime::interrupt::Interrupt;
 use crate::runtime::mode::{Mode, UnknownMode};
 
