@@ -16,7 +16,7 @@ use skyhook_core::profile::{Catalog, OsVersion, Selection};
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/effective.txt");
 
 /// What the catalog ships: one row per accelerator, intent, service and OS version.
-const ACCELERATORS: &[&str] = &["h100", "gb200"];
+const ACCELERATORS: &[&str] = &["h100", "gb200", "gb300"];
 const INTENTS: &[&str] = &["performance", "inference", "multiNodeTraining"];
 const SERVICES: &[&str] = &["eks"];
 const OS_VERSIONS: &[(&str, &str)] = &[
@@ -168,7 +168,7 @@ fn the_os_fallback_and_the_service_version_show_in_the_sources() {
         accelerator: "a100".into(),
         ..sel(None, ("ubuntu", "24.04"))
     });
-    assert!(unknown.unwrap_err().to_string().contains("supported: h100, gb200"));
+    assert!(unknown.unwrap_err().to_string().contains("supported: h100, gb200, gb300"));
 }
 
 #[test]
