@@ -168,7 +168,12 @@ fn the_os_fallback_and_the_service_version_show_in_the_sources() {
         accelerator: "a100".into(),
         ..sel(None, ("ubuntu", "24.04"))
     });
-    assert!(unknown.unwrap_err().to_string().contains("supported: h100, gb200, gb300"));
+    assert!(
+        unknown
+            .unwrap_err()
+            .to_string()
+            .contains("supported: h100, gb200, gb300")
+    );
 }
 
 #[test]

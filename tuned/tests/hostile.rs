@@ -10,13 +10,10 @@ mod common;
 
 use common::*;
 use skyhook_testkit::Node;
-use skyhook_testkit::hostile::{self, Case, Corpus};
+use skyhook_testkit::hostile::{self, Case, Corpus, ValueRow};
 
-/// One bad value: (what it tries, the key, the value, the line named, an excerpt the
-/// message quotes; empty for bytes a message can only show escaped).
-type Row = (&'static str, &'static str, &'static [u8], usize, &'static str);
-
-const VALUES: &[Row] = &[
+/// Bad values, one per row (see [`ValueRow`]).
+const VALUES: &[ValueRow] = &[
     (
         "profile name with traversal",
         "tuned_profile",
@@ -266,15 +263,7 @@ fn corpus(cases: Vec<Case>) {
 
 #[test]
 fn hostile_values_are_refused() {
-    let mut cases: Vec<Case> = VALUES
-        .iter()
-        .map(|(what, key, value, line, excerpt)| {
-            let case = Case::new(&format!("{key}: {what}"), "config")
-                .key(key, value)
-                .line(*line);
-            if excerpt.is_empty() { case } else { case.says(excerpt) }
-        })
-        .collect();
+    let mut cases = hostile::value_cases(VALUES, "config");
     cases.extend(size_cases());
     corpus(cases);
 }

@@ -60,6 +60,21 @@ pub enum Input {
 /// The name of the directory [`Input::EnvAbsentDir`] points to, never created.
 pub const ABSENT_DIR: &str = "no-such-copy-dir";
 
+/// One bad configMap value of a table: (what it tries, the key, the value, the line
+/// the message names, an excerpt it quotes; empty for bytes a message can only show
+/// escaped).
+pub type ValueRow = (&'static str, &'static str, &'static [u8], usize, &'static str);
+
+/// The `mode` case of every row of a table of bad values, named `<key>: <what>`.
+pub fn value_cases(rows: &[ValueRow], mode: &str) -> Vec<Case> {
+    rows.iter()
+        .map(|(what, key, value, line, excerpt)| {
+            let case = Case::new(&format!("{key}: {what}"), mode).key(key, value).line(*line);
+            if excerpt.is_empty() { case } else { case.says(excerpt) }
+        })
+        .collect()
+}
+
 /// One hostile input and what its run must show.
 #[derive(Debug, Clone)]
 pub struct Case {
