@@ -203,15 +203,21 @@ pub fn describe(tree: &Path, name: &str) -> Result<Assembled, ToolError> {
     })
 }
 
-/// The summary table.
+/// The summary table, its first column as wide as the longest package name.
 pub fn table(rows: &[Assembled]) -> String {
+    let w = rows
+        .iter()
+        .map(|r| r.name.len())
+        .max()
+        .unwrap_or(0)
+        .max("package".len());
     let mut s = format!(
-        "{:<12} {:<10} {:>10} {:<8} {:<8} modes\n",
+        "{:<w$} {:<10} {:>10} {:<8} {:<8} modes\n",
         "package", "version", "binary", "arch", "static"
     );
     for r in rows {
         s.push_str(&format!(
-            "{:<12} {:<10} {:>10} {:<8} {:<8} {}\n",
+            "{:<w$} {:<10} {:>10} {:<8} {:<8} {}\n",
             r.name,
             r.version,
             skyhook_core::formats::human::size(r.size),
@@ -325,6 +331,27 @@ pub fn run(packages: &[String], target: Option<&str>, out: Option<&Path>) -> Res
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn the_table_keeps_its_columns_for_a_long_package_name() {
+        let row = |name: &str| Assembled {
+            name: name.into(),
+            version: "0.2.0".into(),
+            size: 1 << 20,
+            elf: elf::ElfInfo {
+                arch: "aarch64".into(),
+                is_static: true,
+            },
+            modes: vec!["config".into()],
+            valid: true,
+        };
+        let t = table(&[row("kdump"), row("nvidia-tuning-gke")]);
+        let starts: Vec<usize> = t
+            .lines()
+            .map(|l| l.find(" 0.2.0").or(l.find(" version")).unwrap())
+            .collect();
+        assert_eq!(starts, [17, 17, 17], "{t}");
+    }
 
     #[test]
     fn static_flag_is_added_to_the_callers_flags() {
