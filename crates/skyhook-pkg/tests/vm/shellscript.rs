@@ -125,7 +125,9 @@ code=0
 wait $run || code=$?
 echo $code > term.code
 expect_eq "skyhook-pkg run after SIGTERM to the step" "$code" 1
-expect_eq "shells that got TERM" "$(sort $d/got-term)" "$(sort $d/started)"
+# Each shell once or more: the TERM passed on to the process group, and again to a shell
+# still running its trap when the script had ended (the supervisor stops leftovers).
+expect_eq "shells that got TERM" "$(sort -u $d/got-term)" "$(sort $d/started)"
 for pid in $(cut -d' ' -f2 $d/started) $(cat $d/sleeps) $step; do
     [ ! -e /proc/$pid ] || fail "process $pid is still there: $(tr '\0' ' ' < /proc/$pid/cmdline)"
 done
@@ -164,6 +166,7 @@ fn shellscript() {
     let got_term = after.file("got-term");
     let mut shells: Vec<&str> = got_term.lines().filter_map(|l| l.split(' ').next()).collect();
     shells.sort();
+    shells.dedup(); // a shell still in its trap when the script ended gets the leftovers' TERM too
     assert_eq!(
         shells,
         ["child-1", "child-2", "grandchild", "script"],
