@@ -5,12 +5,11 @@
 //! not have is bad input listing what is supported.
 
 use skyhook_core::platform::accelerator;
-use skyhook_core::runtime::node_metadata::{self, NodeMetadata};
 use skyhook_core::{Error, Result, Step};
 
 /// The accelerator to render for `requested` (a name or `auto`), one of `supported`.
 pub fn choose(requested: &str, step: &Step, supported: &[String]) -> Result<String> {
-    let metadata = NodeMetadata::load(&step.ctx.skyhook_dir.join(node_metadata::DIR));
+    let metadata = step.node_metadata();
     let names: Vec<&str> = supported.iter().map(String::as_str).collect();
     let choice = accelerator::resolve(requested, &metadata, &step.host, &names)
         .map_err(|e| Error::input(format!("configMap key \"accelerator\": {e}")))?;

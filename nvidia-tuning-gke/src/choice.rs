@@ -5,13 +5,12 @@
 //! [`skyhook_core::platform::accelerator::resolve`].
 
 use skyhook_core::platform::accelerator::{self, Choice};
-use skyhook_core::runtime::node_metadata::{self, NodeMetadata};
 use skyhook_core::{Result, Step};
 
 /// The accelerator for `requested` (a name or `auto`) on the step's node, among
 /// `supported`; an unknown, unsupported, undetectable or mixed one is bad input
 /// listing what is supported.
 pub fn choose(step: &Step, requested: &str, supported: &[&str]) -> Result<Choice> {
-    let metadata = NodeMetadata::load(&step.ctx.skyhook_dir.join(node_metadata::DIR));
+    let metadata = step.node_metadata();
     Ok(accelerator::resolve(requested, &metadata, &step.host, supported)?)
 }

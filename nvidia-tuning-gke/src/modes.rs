@@ -10,7 +10,6 @@ use std::collections::BTreeSet;
 use skyhook_core::os::distro::stateless_etc;
 use skyhook_core::platform::accelerator;
 use skyhook_core::profile::CatalogError;
-use skyhook_core::runtime::node_metadata::{self, NodeMetadata};
 use skyhook_core::{Checklist, ConfigMaps, Error, Interrupt, Outcome, Result, Step};
 
 use crate::KIND;
@@ -119,7 +118,7 @@ fn warn_reboot_on_stateless_etc(step: &Step) -> Result<()> {
     let Some(why) = stateless_etc(&step.host)? else {
         return Ok(());
     };
-    let metadata = NodeMetadata::load(&step.ctx.skyhook_dir.join(node_metadata::DIR));
+    let metadata = step.node_metadata();
     let Some(entry) = metadata.packages.get(step.ctx.package_name()) else {
         return Ok(());
     };

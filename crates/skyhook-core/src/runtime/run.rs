@@ -22,6 +22,7 @@ use crate::runtime::configmap::ConfigMaps;
 use crate::runtime::context::Context;
 use crate::runtime::interrupt::Interrupt;
 use crate::runtime::mode::{Mode, UnknownMode};
+use crate::runtime::node_metadata::{self, NodeMetadata};
 
 /// What runs one mode of a package.
 pub type Handler = fn(&Step) -> Result<Outcome>;
@@ -92,6 +93,12 @@ impl Step {
     /// The host's os-release.
     pub fn os_release(&self) -> Result<OsRelease> {
         OsRelease::read(&self.host)
+    }
+
+    /// The node metadata the agent wrote into the copy dir (labels, annotations, the
+    /// SCR's packages): empty when absent, a warning when malformed.
+    pub fn node_metadata(&self) -> NodeMetadata {
+        NodeMetadata::load(&self.ctx.skyhook_dir.join(node_metadata::DIR))
     }
 }
 
