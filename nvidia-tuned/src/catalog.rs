@@ -68,6 +68,67 @@ pub struct ServiceEntry {
     /// Files deployed with the service profile.
     #[serde(default)]
     pub files: Vec<FileEntry>,
+    /// Host changes beyond tuned profiles, by accelerator (`oci` × `gb300`).
+    #[serde(default)]
+    pub host_steps: BTreeMap<String, HostSteps>,
+}
+
+/// The host steps a service ships for one accelerator (see [`crate::host_steps`]);
+/// each names its files under `catalog/files/`. A pair without an entry gets none.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct HostSteps {
+    /// The NCCL topology file installed at `TOPO_PATH`.
+    #[serde(default)]
+    pub nccl_topo: Option<String>,
+    /// The RDMA VF boot gate: its unit and the helper the unit runs.
+    #[serde(default)]
+    pub rdma_vfs_ready: Option<GateSources>,
+    /// Whether the PCIe ACS correction (`rdma_topo`) applies.
+    #[serde(default)]
+    pub pcie_acs: bool,
+    /// Whether the IOMMU passthrough workaround applies.
+    #[serde(default)]
+    pub iommu_passthrough: bool,
+}
+
+/// The files of the RDMA VF boot gate, under `catalog/files/`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct GateSources {
+    /// The systemd unit.
+    pub unit: String,
+    /// The script the unit runs.
+    pub helper: String,
+}
+
+/// A catalog file, by its path under `catalog/files/`, with its bytes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Asset {
+    /// Its path under `catalog/files/`.
+    pub source: String,
+    /// Its content.
+    pub bytes: Vec<u8>,
+}
+
+/// The host steps of a rendered selection, with their files (all empty: none).
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct HostAssets {
+    /// The NCCL topology file.
+    pub nccl_topo: Option<Asset>,
+    /// The RDMA VF boot gate's unit and helper.
+    pub rdma_vfs_ready: Option<(Asset, Asset)>,
+    /// Whether the PCIe ACS correction applies.
+    pub pcie_acs: bool,
+    /// Whether the IOMMU passthrough workaround applies.
+    pub iommu_passthrough: bool,
+}
+
+impl HostAssets {
+    /// Whether the selection ships no host step.
+    pub fn is_empty(&self) -> bool {
+        self.nccl_topo.is_none() && self.rdma_vfs_ready.is_none() && !self.pcie_acs && !self.iommu_passthrough
+    }
 }
 
 /// `catalog/manifest.json`.
@@ -139,8 +200,10 @@ pub struct Rendered {
     pub active: String,
     /// The include chain, from the active profile down to the base.
     pub profiles: Vec<Profile>,
-    /// The files that go with them.
+    /// The files that go with them (each path once).
     pub files: Vec<(FileEntry, Vec<u8>)>,
+    /// The host steps of the service for this accelerator.
+    pub host: HostAssets,
 }
 
 /// The embedded catalog.
@@ -283,24 +346,57 @@ impl Catalog {
         for p in &profiles {
             entries.extend(self.manifest.profile_files.get(&p.name).into_iter().flatten());
         }
+        let mut seen = std::collections::BTreeSet::new();
+        entries.retain(|f| seen.insert(f.path.clone()));
         let files = entries
             .into_iter()
-            .map(|f| {
-                let bytes = self
-                    .files
-                    .get(format!("files/{}", f.source).as_str())
-                    .copied()
-                    .ok_or_else(|| CatalogError::Missing {
-                        profile: f.source.clone(),
-                        by: f.path.display().to_string(),
-                    })?;
-                Ok((f.clone(), bytes.to_vec()))
-            })
+            .map(|f| Ok((f.clone(), self.asset(&f.source, &f.path.display().to_string())?.bytes)))
             .collect::<Result<_, CatalogError>>()?;
+        let host = self.host_assets(choice)?;
         Ok(Rendered {
             active,
             profiles,
             files,
+            host,
+        })
+    }
+
+    /// The file `source` under `catalog/files/`; `by` names who wants it.
+    fn asset(&self, source: &str, by: &str) -> Result<Asset, CatalogError> {
+        let bytes = self
+            .files
+            .get(format!("files/{source}").as_str())
+            .copied()
+            .ok_or_else(|| CatalogError::Missing {
+                profile: source.to_string(),
+                by: by.to_string(),
+            })?;
+        Ok(Asset {
+            source: source.to_string(),
+            bytes: bytes.to_vec(),
+        })
+    }
+
+    /// The host steps the choice's service ships for its accelerator, with their files.
+    fn host_assets(&self, choice: &Choice) -> Result<HostAssets, CatalogError> {
+        let Some(steps) = choice
+            .service
+            .as_ref()
+            .and_then(|s| self.manifest.services[s].host_steps.get(&choice.accelerator))
+        else {
+            return Ok(HostAssets::default());
+        };
+        let by = "the manifest's host_steps";
+        let nccl_topo = steps.nccl_topo.as_ref().map(|s| self.asset(s, by)).transpose()?;
+        let rdma_vfs_ready = match &steps.rdma_vfs_ready {
+            Some(g) => Some((self.asset(&g.unit, by)?, self.asset(&g.helper, by)?)),
+            None => None,
+        };
+        Ok(HostAssets {
+            nccl_topo,
+            rdma_vfs_ready,
+            pcie_acs: steps.pcie_acs,
+            iommu_passthrough: steps.iommu_passthrough,
         })
     }
 

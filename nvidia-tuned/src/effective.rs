@@ -4,7 +4,7 @@
 //! chain merged the way tuned merges it (an including profile's option replaces the
 //! included one's), each setting with the profile it comes from.
 
-use crate::catalog::{Catalog as Embedded, Choice, OsEntry, Rendered};
+use crate::catalog::{Catalog as Embedded, Choice, HostAssets, OsEntry, Rendered};
 use skyhook_core::profile::{Catalog, CatalogError, Effective, OsVersion, Selection, Setting, SettingKind};
 
 use crate::catalog::CatalogError as Missing;
@@ -111,10 +111,82 @@ pub fn settings_of(rendered: &Rendered, optional: &[String]) -> Effective {
             optional: false,
         });
     }
+    settings.extend(host_step_settings(&rendered.host));
     Effective {
         profile: rendered.active.clone(),
         settings,
     }
+}
+
+/// The host steps of a selection (see [`crate::host_steps`]), one setting each.
+fn host_step_settings(host: &HostAssets) -> Vec<Setting> {
+    use crate::host_steps::{iommu_passthrough, nccl_topo, pcie_acs, rdma_vfs_ready, switches};
+    let setting = |kind, key: String, value: String, step: &str, needs_reboot| Setting {
+        kind,
+        key,
+        value,
+        source: format!("host step {step}"),
+        needs_reboot,
+        optional: false,
+    };
+    let mut out = Vec::new();
+    if let Some(topo) = &host.nccl_topo {
+        out.push(setting(
+            SettingKind::Other("NCCL topology file".into()),
+            format!("${} (default {})", switches::TOPO_PATH, switches::DEFAULT_TOPO_PATH),
+            format!(
+                "catalog/files/{} ({} bytes; point NCCL_TOPO_FILE there)",
+                topo.source,
+                topo.bytes.len()
+            ),
+            nccl_topo::STEP,
+            false,
+        ));
+    }
+    if let Some((unit, helper)) = &host.rdma_vfs_ready {
+        out.push(setting(
+            SettingKind::Service,
+            format!("{} (enabled, acts from the next boot)", rdma_vfs_ready::UNIT),
+            format!(
+                "{} <- catalog/files/{}, {} <- catalog/files/{}",
+                rdma_vfs_ready::UNIT_PATH,
+                unit.source,
+                rdma_vfs_ready::HELPER_PATH,
+                helper.source
+            ),
+            rdma_vfs_ready::STEP,
+            true,
+        ));
+    }
+    if host.pcie_acs {
+        out.push(setting(
+            SettingKind::KernelArgument,
+            "pci=config_acs=".into(),
+            format!(
+                "this node's, by `{} write-grub-acs` into {} when `{} check` reports ACS wrong (off: {}=false)",
+                pcie_acs::TOOL,
+                pcie_acs::DROP_IN,
+                pcie_acs::TOOL,
+                switches::CONFIGURE_PCIE_ACS
+            ),
+            pcie_acs::STEP,
+            true,
+        ));
+    }
+    if host.iommu_passthrough {
+        out.push(setting(
+            SettingKind::KernelArgument,
+            "iommu.passthrough".into(),
+            format!(
+                "0 by {} on kernels older than 6.11 ({}=auto, or true/false)",
+                iommu_passthrough::DROP_IN,
+                switches::CONFIGURE_IOMMU_PASSTHROUGH
+            ),
+            iommu_passthrough::STEP,
+            true,
+        ));
+    }
+    out
 }
 
 fn same_section(a: &Setting, b: &Setting) -> bool {

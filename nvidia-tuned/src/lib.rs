@@ -7,12 +7,14 @@
 //! Modules: [`catalog`] the embedded profile catalog, [`request`] the configMap keys,
 //! [`accelerator`] the node's accelerator, [`desired`] the tuned request for this
 //! node, [`main_conf`] the tuned-main.conf options, [`legacy`] what the bash version left, [`effective`] the reviewable
-//! settings of each combination (`skyhook_core::profile::Catalog`).
+//! settings of each combination (`skyhook_core::profile::Catalog`), [`host_steps`] the
+//! host changes beyond tuned profiles a service ships for an accelerator (`oci` × `gb300`).
 
 pub mod accelerator;
 pub mod catalog;
 pub mod desired;
 pub mod effective;
+pub mod host_steps;
 pub mod legacy;
 pub mod main_conf;
 pub mod request;
@@ -94,6 +96,8 @@ fn main_conf_store(step: &Step) -> StateStore<'_> {
 fn config(step: &Step) -> Result<Outcome> {
     let catalog = Catalog::embedded();
     let desired = Desired::read(step, &catalog)?;
+    let host_plan = host_steps::Plan::read(step, desired.rendered.host.clone())?;
+    host_plan.preflight(step)?;
     let files_need = desired.files_interrupt(&step.host)?;
     let outcome = tuned::config_with(&engine(step, desired.configmaps()), &desired.files())?;
     let layout = tuned::layout::Tuned::detect(&step.host)?;
@@ -119,10 +123,12 @@ fn config(step: &Step) -> Result<Outcome> {
         }
         main_conf::restarted(&store)?;
     }
+    let host_needs = host_steps::apply(step, &host_plan)?;
     let needs = outcome
         .interrupt
         .unwrap_or(skyhook_core::Interrupt::NoOp)
-        .combine(files_need);
+        .combine(files_need)
+        .combine(host_needs);
     Ok(Outcome::needs(needs))
 }
 
@@ -132,20 +138,30 @@ fn check(step: &Step, verify: Verify) -> Result<Outcome> {
     let catalog = Catalog::embedded();
     let desired = Desired::read(step, &catalog)?;
     let engine_result = tuned::check::config_check_with(&engine(step, desired.configmaps()), verify, &desired.files());
+    let host_plan = host_steps::Plan::read(step, desired.rendered.host.clone())?;
+    let mut unmet = host_steps::check(step, &host_plan, verify == Verify::Required)?;
     if !main_conf::holds(&step.host, &catalog.manifest.tuned_main)? {
-        let mut unmet = match engine_result {
-            Err(Error::Check(v)) => v,
-            Err(e) => return Err(e),
-            Ok(()) => Vec::new(),
-        };
         unmet.push(format!(
             "{} does not set {:?} (config sets it)",
             main_conf::MAIN_CONF,
             catalog.manifest.tuned_main
         ));
-        return Err(Error::Check(unmet));
     }
-    engine_result.map(|()| Outcome::done())
+    with_unmet(engine_result, unmet)
+}
+
+/// The engine's check result with this package's own unmet expectations added.
+fn with_unmet(engine_result: Result<()>, extra: Vec<String>) -> Result<Outcome> {
+    if extra.is_empty() {
+        return engine_result.map(|()| Outcome::done());
+    }
+    let mut unmet = match engine_result {
+        Err(Error::Check(v)) => v,
+        Err(e) => return Err(e),
+        Ok(()) => Vec::new(),
+    };
+    unmet.extend(extra);
+    Err(Error::Check(unmet))
 }
 
 /// uninstall: tuned-main.conf back as it was, then tuned's uninstall (service,
@@ -156,6 +172,12 @@ fn uninstall(step: &Step) -> Result<Outcome> {
     // tuned's uninstall reads these first; read them before any change here too.
     Retry::from_env()?;
     step.os_release()?.family()?;
+    let host_needs = host_steps::uninstall(step)?;
+    if host_needs != skyhook_core::Interrupt::NoOp {
+        log::info!(
+            "uninstall took back GRUB drop-ins of the host steps: the node's boot settings return at the next boot (needs a reboot)"
+        );
+    }
     main_conf::restore(&step.host, &main_conf_store(step))?;
     let outcome = tuned::service::uninstall(&engine(step, ConfigMaps::default()))?;
     legacy::remove(&step.host, &Catalog::embedded(), &Default::default())?;
@@ -166,18 +188,13 @@ fn uninstall(step: &Step) -> Result<Outcome> {
 fn uninstall_check(step: &Step) -> Result<Outcome> {
     let store = main_conf_store(step);
     let engine_result = tuned::service::uninstall_check(&engine(step, ConfigMaps::default()));
+    let mut unmet = host_steps::uninstall_unmet(step)?;
     if store.exists() {
-        let mut unmet = match engine_result {
-            Err(Error::Check(v)) => v,
-            Err(e) => return Err(e),
-            Ok(()) => Vec::new(),
-        };
         unmet.push(format!(
             "the record of {} ({}) still exists: uninstall did not finish",
             main_conf::MAIN_CONF,
             store.file().display()
         ));
-        return Err(Error::Check(unmet));
     }
-    engine_result.map(|()| Outcome::done())
+    with_unmet(engine_result, unmet)
 }

@@ -18,7 +18,7 @@ const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/effec
 /// What the catalog ships: one row per accelerator, intent, service and OS version.
 const ACCELERATORS: &[&str] = &["h100", "gb200", "gb300"];
 const INTENTS: &[&str] = &["performance", "inference", "multiNodeTraining"];
-const SERVICES: &[&str] = &["eks"];
+const SERVICES: &[&str] = &["eks", "oci"];
 const OS_VERSIONS: &[(&str, &str)] = &[
     ("ubuntu", "22.04"),
     ("ubuntu", "24.04"),
@@ -54,11 +54,12 @@ fn every_combination_renders_validates_with_tuned_and_has_a_closed_include_chain
         let r = catalog.render(&choice).unwrap_or_else(|e| panic!("{choice:?}: {e}"));
         let names: Vec<&str> = r.profiles.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names[0], r.active, "{choice:?}: the chain starts at the active profile");
-        assert_eq!(
-            names.last(),
-            Some(&"nvidia-base"),
-            "{choice:?}: the chain ends at the base"
-        );
+        let base = if choice.service.as_deref() == Some("oci") && choice.accelerator == "gb300" {
+            "nvidia-gb300-noreboot-base"
+        } else {
+            "nvidia-base"
+        };
+        assert_eq!(names.last(), Some(&base), "{choice:?}: the chain ends at the base");
         for p in &r.profiles {
             let conf = tuned::conf::Conf::parse(&p.text).unwrap_or_else(|e| panic!("{}: {e:?}", p.source));
             if let Some(inc) = conf.include() {
@@ -73,6 +74,14 @@ fn every_combination_renders_validates_with_tuned_and_has_a_closed_include_chain
         }
         for (f, _) in &r.files {
             used.insert(format!("files/{}", f.source));
+        }
+        let host = &r.host;
+        let assets = host
+            .nccl_topo
+            .iter()
+            .chain(host.rdma_vfs_ready.iter().flat_map(|(u, h)| [u, h]));
+        for a in assets {
+            used.insert(format!("files/{}", a.source));
         }
         let request = skyhook_core::ConfigMaps::from_entries(
             r.profiles

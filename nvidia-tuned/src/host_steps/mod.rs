@@ -1,0 +1,233 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Host changes beyond tuned profiles that a service ships for an accelerator
+//! (nodewright-packages' `oci` × `gb300`, #108/#111 and 0.8.0), one module per step:
+//! [`nccl_topo`] the NCCL topology file at `TOPO_PATH`, [`rdma_vfs_ready`] the RDMA VF
+//! boot gate, [`pcie_acs`] the PCIe ACS correction through the node's `rdma_topo`,
+//! [`iommu_passthrough`] the IOMMU passthrough workaround; [`switches`] reads their
+//! environment, [`ledger`] records what they changed.
+//!
+//! [`Plan::read`] validates everything (switches, `TOPO_PATH` not under a link, the
+//! tool present, GRUB present) before config changes anything; [`apply`] converges
+//! the node and says which interrupt it needs, naming the step; a pair that ships no
+//! step gets none (and what an earlier pair left is taken back); [`uninstall`] goes by
+//! the record alone, so it works without the configMap and env.
+
+pub mod iommu_passthrough;
+pub mod ledger;
+pub mod nccl_topo;
+pub mod pcie_acs;
+pub mod rdma_vfs_ready;
+pub mod switches;
+
+use std::path::Path;
+
+use skyhook_core::boot::config::BootConfig;
+use skyhook_core::{Interrupt, Result, Step};
+
+use crate::catalog::HostAssets;
+use ledger::Ledger;
+use switches::Switches;
+
+/// The host steps this node gets.
+#[derive(Debug, Clone)]
+pub struct Plan {
+    /// The steps and files of the pair.
+    pub assets: HostAssets,
+    /// The switches (read only for a pair that ships a step).
+    pub switches: Option<Switches>,
+    /// Whether the IOMMU passthrough workaround applies on this node.
+    pub iommu_wanted: bool,
+}
+
+impl Plan {
+    /// Reads the switches for `assets` (bad values are bad input, exit 2).
+    pub fn read(step: &Step, assets: HostAssets) -> Result<Self> {
+        if assets.is_empty() {
+            return Ok(Plan {
+                assets,
+                switches: None,
+                iommu_wanted: false,
+            });
+        }
+        let switches = Switches::from_env()?;
+        if assets.nccl_topo.is_some() && !switches.topo_path_set {
+            log::info!(
+                "nccl-topo: {} is not set; the NCCL topology file goes to {}",
+                switches::TOPO_PATH,
+                switches::DEFAULT_TOPO_PATH
+            );
+        }
+        if assets.pcie_acs && !switches.pcie_acs {
+            log::info!("pcie-acs: switched off by {}=false", switches::CONFIGURE_PCIE_ACS);
+        }
+        let iommu_wanted = assets.iommu_passthrough && iommu_passthrough::wanted(&step.host, switches.iommu)?;
+        Ok(Plan {
+            assets,
+            switches: Some(switches),
+            iommu_wanted,
+        })
+    }
+
+    /// Checks the node before config changes anything: `TOPO_PATH` not a link nor
+    /// under one, `rdma_topo` present, GRUB present where a drop-in changes.
+    pub fn preflight(&self, step: &Step) -> Result<()> {
+        if let Some(path) = self.topo_path() {
+            nccl_topo::check_path(&step.host, path)?;
+        }
+        if self.pcie_acs() {
+            pcie_acs::require_tool(&step.host)?;
+        }
+        let ledger = Ledger::load(&step.host, step.ctx.package_name())?;
+        let taken_back = [pcie_acs::STEP, iommu_passthrough::STEP]
+            .iter()
+            .any(|s| !ledger.paths_of(s).is_empty());
+        if self.pcie_acs() || self.iommu_wanted || taken_back || ledger.changes.regenerate {
+            boot_config(step)?;
+        }
+        Ok(())
+    }
+
+    /// Whether the PCIe ACS correction applies.
+    pub fn pcie_acs(&self) -> bool {
+        self.assets.pcie_acs && self.switches.as_ref().is_some_and(|s| s.pcie_acs)
+    }
+
+    fn topo_path(&self) -> Option<&Path> {
+        self.assets.nccl_topo.as_ref()?;
+        self.switches.as_ref().map(|s| s.topo_path.as_path())
+    }
+
+    /// Whether the plan wants `path` of `step` (else a recorded one is left over).
+    fn wants(&self, step: &str, path: &Path) -> bool {
+        match step {
+            nccl_topo::STEP => self.topo_path() == Some(path),
+            rdma_vfs_ready::STEP => self.assets.rdma_vfs_ready.is_some(),
+            pcie_acs::STEP => self.pcie_acs(),
+            iommu_passthrough::STEP => self.iommu_wanted,
+            _ => false,
+        }
+    }
+}
+
+/// The node's boot configuration (a host without GRUB is refused, naming the tools).
+fn boot_config(step: &Step) -> Result<BootConfig> {
+    BootConfig::detect(&step.host, step.os_release()?.family()?)
+}
+
+/// Regenerates the boot configuration when the record owes it.
+fn regenerate_if_owed(step: &Step, ledger: &mut Ledger) -> Result<()> {
+    if ledger.changes.regenerate {
+        boot_config(step)?.regenerate(&step.host)?;
+        ledger.regenerated()?;
+    }
+    Ok(())
+}
+
+/// Converges the node to `plan`; the interrupt the changes need.
+pub fn apply(step: &Step, plan: &Plan) -> Result<Interrupt> {
+    let mut ledger = Ledger::load(&step.host, step.ctx.package_name())?;
+    let mut needs = Interrupt::NoOp;
+    match (&plan.assets.nccl_topo, plan.topo_path()) {
+        (Some(topo), Some(path)) => nccl_topo::apply(&mut ledger, path, &topo.bytes)?,
+        _ => {
+            ledger.give_back_step(nccl_topo::STEP, &[])?;
+        }
+    }
+    match &plan.assets.rdma_vfs_ready {
+        Some((unit, helper)) => needs = needs.combine(rdma_vfs_ready::apply(&mut ledger, unit, helper)?),
+        None => rdma_vfs_ready::remove(&mut ledger)?,
+    }
+    needs = needs.combine(if plan.pcie_acs() {
+        pcie_acs::apply(&mut ledger)?
+    } else {
+        pcie_acs::remove(&mut ledger)?
+    });
+    needs = needs.combine(iommu_passthrough::apply(&mut ledger, plan.iommu_wanted)?);
+    regenerate_if_owed(step, &mut ledger)?;
+    Ok(needs)
+}
+
+/// What is unmet on the node for `plan`; `booted`: after the reboot interrupt.
+pub fn check(step: &Step, plan: &Plan, booted: bool) -> Result<Vec<String>> {
+    let host = &step.host;
+    let ledger = Ledger::load(host, step.ctx.package_name())?;
+    let mut unmet = Vec::new();
+    if let (Some(topo), Some(path)) = (&plan.assets.nccl_topo, plan.topo_path()) {
+        nccl_topo::check(host, path, &topo.bytes, &mut unmet)?;
+    }
+    if let Some((unit, helper)) = &plan.assets.rdma_vfs_ready {
+        rdma_vfs_ready::check(host, unit, helper, booted, &mut unmet)?;
+    }
+    if plan.pcie_acs() {
+        pcie_acs::check(host, booted, &mut unmet)?;
+    }
+    if plan.assets.iommu_passthrough {
+        iommu_passthrough::check(host, plan.iommu_wanted, booted, &mut unmet)?;
+    }
+    for (path, taken) in &ledger.changes.files {
+        if !plan.wants(&taken.step, path) {
+            unmet.push(format!(
+                "{}: {} is still changed although this node no longer gets the step; config takes it back",
+                taken.step,
+                path.display()
+            ));
+        }
+    }
+    if ledger.changes.regenerate {
+        unmet.push(
+            "the boot configuration was not regenerated after a GRUB drop-in changed; config regenerates it".into(),
+        );
+    }
+    Ok(unmet)
+}
+
+/// Takes back everything the record lists (units disabled, files restored, the boot
+/// configuration regenerated); says which interrupt that needs.
+pub fn uninstall(step: &Step) -> Result<Interrupt> {
+    let mut ledger = Ledger::load(&step.host, step.ctx.package_name())?;
+    let grub = [pcie_acs::STEP, iommu_passthrough::STEP];
+    let touches_grub = ledger.changes.regenerate || grub.iter().any(|s| !ledger.paths_of(s).is_empty());
+    if touches_grub {
+        boot_config(step)?;
+    }
+    rdma_vfs_ready::remove(&mut ledger)?;
+    let mut needs = pcie_acs::remove(&mut ledger)?;
+    needs = needs.combine(iommu_passthrough::remove(&mut ledger)?);
+    ledger.give_back_step(nccl_topo::STEP, &[])?;
+    regenerate_if_owed(step, &mut ledger)?;
+    for path in ledger.changes.files.keys().cloned().collect::<Vec<_>>() {
+        ledger.give_back(&path)?;
+    }
+    ledger.save()?;
+    Ok(needs)
+}
+
+/// What uninstall left: anything still recorded.
+pub fn uninstall_unmet(step: &Step) -> Result<Vec<String>> {
+    let ledger = Ledger::load(&step.host, step.ctx.package_name())?;
+    Ok(ledger
+        .changes
+        .files
+        .iter()
+        .map(|(path, t)| {
+            format!(
+                "{}: {} is still changed; uninstall takes it back",
+                t.step,
+                path.display()
+            )
+        })
+        .chain(
+            ledger
+                .changes
+                .units
+                .iter()
+                .map(|u| format!("{u} is still enabled; uninstall disables it")),
+        )
+        .chain(
+            ledger
+                .changes
+                .regenerate
+                .then(|| "the boot configuration still has to be regenerated; uninstall does it".to_string()),
+        )
+        .collect())
+}

@@ -1,0 +1,207 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The environment variables of the host steps, as upstream's SCRs set them in the
+//! package's `env`: `TOPO_PATH` (where the NCCL topology file goes, default
+//! `/etc/nccl/topo.xml`), `CONFIGURE_PCIE_ACS` (default on) and
+//! `CONFIGURE_IOMMU_PASSTHROUGH` (default `auto`). Read once, every problem listed,
+//! before any change; a value the original would have read as "on" by accident (a
+//! typo) is refused here, naming the variable and an excerpt.
+
+use std::path::{Component, Path, PathBuf};
+
+use skyhook_core::error::excerpt;
+use skyhook_core::{Error, Result};
+
+/// Where the NCCL topology file goes.
+pub const TOPO_PATH: &str = "TOPO_PATH";
+/// The default of [`TOPO_PATH`].
+pub const DEFAULT_TOPO_PATH: &str = "/etc/nccl/topo.xml";
+/// Switches the PCIe ACS correction off (`false`).
+pub const CONFIGURE_PCIE_ACS: &str = "CONFIGURE_PCIE_ACS";
+/// `auto`, `true` or `false` for the IOMMU passthrough workaround.
+pub const CONFIGURE_IOMMU_PASSTHROUGH: &str = "CONFIGURE_IOMMU_PASSTHROUGH";
+
+/// The longest `TOPO_PATH` accepted (PATH_MAX).
+const PATH_MAX: usize = 4096;
+
+/// When the IOMMU passthrough workaround applies.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum IommuPolicy {
+    /// On kernels older than the fix (the default).
+    Auto,
+    /// Always.
+    Always,
+    /// Never.
+    Never,
+}
+
+/// The host steps' switches, read.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Switches {
+    /// The NCCL topology file's path.
+    pub topo_path: PathBuf,
+    /// Whether `TOPO_PATH` was set (otherwise the default is logged).
+    pub topo_path_set: bool,
+    /// Whether the PCIe ACS correction is wanted.
+    pub pcie_acs: bool,
+    /// The IOMMU passthrough policy.
+    pub iommu: IommuPolicy,
+}
+
+impl Switches {
+    /// Reads the switches from the process environment.
+    pub fn from_env() -> Result<Self> {
+        Self::from_vars(|name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()))
+    }
+
+    /// Reads the switches through `var`; every bad value is listed.
+    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self> {
+        let mut problems = Vec::new();
+        let topo = var(TOPO_PATH).filter(|v| !v.is_empty());
+        let topo_path_set = topo.is_some();
+        let topo_path = match topo_path(topo.as_deref().unwrap_or(DEFAULT_TOPO_PATH)) {
+            Ok(p) => p,
+            Err(why) => {
+                problems.push(why);
+                PathBuf::new()
+            }
+        };
+        let pcie_acs = match var(CONFIGURE_PCIE_ACS).as_deref().map(flag) {
+            None | Some(Flag::Empty) | Some(Flag::On) => true,
+            Some(Flag::Off) => false,
+            Some(_) => {
+                problems.push(bad(
+                    CONFIGURE_PCIE_ACS,
+                    &var(CONFIGURE_PCIE_ACS).unwrap_or_default(),
+                    "true or false",
+                ));
+                true
+            }
+        };
+        let iommu = match var(CONFIGURE_IOMMU_PASSTHROUGH).as_deref().map(flag) {
+            None | Some(Flag::Empty) | Some(Flag::Auto) => IommuPolicy::Auto,
+            Some(Flag::On) => IommuPolicy::Always,
+            Some(Flag::Off) => IommuPolicy::Never,
+            Some(Flag::Other) => {
+                problems.push(bad(
+                    CONFIGURE_IOMMU_PASSTHROUGH,
+                    &var(CONFIGURE_IOMMU_PASSTHROUGH).unwrap_or_default(),
+                    "auto, true or false",
+                ));
+                IommuPolicy::Auto
+            }
+        };
+        if !problems.is_empty() {
+            return Err(Error::Input(problems));
+        }
+        Ok(Switches {
+            topo_path,
+            topo_path_set,
+            pcie_acs,
+            iommu,
+        })
+    }
+}
+
+enum Flag {
+    Empty,
+    On,
+    Off,
+    Auto,
+    Other,
+}
+
+/// A switch's value as upstream spells it (any case, surrounding blanks ignored).
+fn flag(value: &str) -> Flag {
+    match value.trim().to_ascii_lowercase().as_str() {
+        "" => Flag::Empty,
+        "true" | "1" | "yes" | "on" => Flag::On,
+        "false" | "0" | "no" | "off" => Flag::Off,
+        "auto" => Flag::Auto,
+        _ => Flag::Other,
+    }
+}
+
+fn bad(name: &str, value: &str, wanted: &str) -> String {
+    format!(
+        "environment variable {name} ({}): not a switch; set it to {wanted} in the package's env",
+        excerpt(value)
+    )
+}
+
+/// `TOPO_PATH` checked: absolute, no `.` or `..` component, no NUL, at most PATH_MAX
+/// bytes, and not the root itself.
+fn topo_path(value: &str) -> std::result::Result<PathBuf, String> {
+    let why = |reason: &str| {
+        format!(
+            "environment variable {TOPO_PATH} ({}): {reason}; set it to an absolute file path such as {DEFAULT_TOPO_PATH}",
+            excerpt(value)
+        )
+    };
+    if value.len() > PATH_MAX {
+        return Err(why("longer than PATH_MAX (4096 bytes)"));
+    }
+    if value.contains('\0') || value.contains('\n') {
+        return Err(why("holds a NUL or newline character"));
+    }
+    let path = Path::new(value);
+    if !path.is_absolute() {
+        return Err(why("not an absolute path"));
+    }
+    if value.ends_with('/') || path.parent().is_none() {
+        return Err(why("names a directory, not a file"));
+    }
+    if path
+        .components()
+        .any(|c| matches!(c, Component::ParentDir | Component::CurDir))
+        || value.split('/').any(|c| c == ".")
+    {
+        return Err(why("has a `.` or `..` component"));
+    }
+    Ok(path.to_path_buf())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn read(vars: &[(&str, &str)]) -> Result<Switches> {
+        let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+        Switches::from_vars(|n| vars.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()))
+    }
+
+    #[test]
+    fn defaults_are_upstreams() {
+        let s = read(&[]).unwrap();
+        assert_eq!(s.topo_path, Path::new(DEFAULT_TOPO_PATH));
+        assert!(!s.topo_path_set);
+        assert!(s.pcie_acs);
+        assert_eq!(s.iommu, IommuPolicy::Auto);
+        let s = read(&[(CONFIGURE_PCIE_ACS, " OFF "), (CONFIGURE_IOMMU_PASSTHROUGH, "Yes")]).unwrap();
+        assert!(!s.pcie_acs);
+        assert_eq!(s.iommu, IommuPolicy::Always);
+        assert_eq!(
+            read(&[(CONFIGURE_IOMMU_PASSTHROUGH, "0")]).unwrap().iommu,
+            IommuPolicy::Never
+        );
+    }
+
+    #[test]
+    fn bad_values_are_refused_naming_the_variable_and_the_reason() {
+        let cases = [
+            (TOPO_PATH, "etc/nccl/topo.xml", "not an absolute path"),
+            (TOPO_PATH, "/etc/nccl/../shadow", "`..` component"),
+            (TOPO_PATH, "/etc/./topo.xml", "`..` component"),
+            (TOPO_PATH, "/etc/nccl/", "names a directory"),
+            (TOPO_PATH, "/", "names a directory"),
+            (CONFIGURE_PCIE_ACS, "flase", "set it to true or false"),
+            (CONFIGURE_IOMMU_PASSTHROUGH, "sometimes", "auto, true or false"),
+        ];
+        for (name, value, reason) in cases {
+            let err = read(&[(name, value)]).unwrap_err().to_string();
+            assert!(err.contains(name) && err.contains(reason), "{name}={value}: {err}");
+        }
+        let long = format!("/{}", "a".repeat(5000));
+        let err = read(&[(TOPO_PATH, &long)]).unwrap_err().to_string();
+        assert!(err.contains("PATH_MAX") && err.len() < 600, "{err}");
+    }
+}
