@@ -1,0 +1,414 @@
+// SPDX-License-Identifier: Apache-2.0
+//! `service: oci` with `accelerator: gb300` on simulated nodes: the no-reboot chain
+//! plus the host steps (NCCL topology file at TOPO_PATH, the RDMA VF boot gate, the
+//! PCIe ACS correction through the node's `rdma_topo`, the IOMMU passthrough
+//! workaround). Each step on a fresh node, a rerun, the simulated reboot and its
+//! post-interrupt checks, exact uninstall, bad input refused before any change, and
+//! pairs that ship none of it.
+
+#[path = "../../tuned/tests/common/mod.rs"]
+mod common;
+
+use common::*;
+use skyhook_testkit::{Node, Tree};
+
+const TOPO: &str = include_str!("../catalog/files/oci/nccl-topo-gb300.xml");
+const UNIT: &str = include_str!("../catalog/files/oci/rdma-vfs-ready.service");
+const HELPER: &str = include_str!("../catalog/files/oci/wait-rdma-vfs.sh");
+const ACS_DROP_IN: &str = "/etc/default/grub.d/config-acs.cfg";
+const IOMMU_DROP_IN: &str = "/etc/default/grub.d/99-iommu-passthrough.cfg";
+const GATE_LINK: &str = "/etc/systemd/system/multi-user.target.wants/rdma-vfs-ready.service";
+
+/// systemctl: the gate's enablement is its wants link, its activity a marker the
+/// simulated boot leaves; everything else as tuned's stand-in.
+fn systemctl_sh() -> String {
+    format!(
+        "R=\"$SKYHOOK_HOST_ROOT\"; W=\"$R/etc/systemd/system/multi-user.target.wants\"
+[ \"$1\" = daemon-reload ] && exit 0
+if [ \"$2\" = rdma-vfs-ready.service ]; then
+  case \"$1\" in
+    enable) [ -f \"$R/etc/systemd/system/$2\" ] || {{ echo \"Failed to enable unit: Unit file $2 does not exist.\" >&2; exit 1; }}
+            ln -sf /etc/systemd/system/$2 \"$W/$2\"; exit 0 ;;
+    disable) rm -f \"$W/$2\"; exit 0 ;;
+    is-enabled) if [ -L \"$W/$2\" ]; then echo enabled; exit 0; fi; echo disabled; exit 1 ;;
+    is-active) if [ -e \"$R/run/rdma-vfs-ready.ran\" ]; then echo active; exit 0; fi; echo inactive; exit 3 ;;
+  esac
+fi
+{SYSTEMCTL_SH}"
+    )
+}
+
+/// rdma_topo: `check` reports the ACS records (wrong until the simulated boot fixes
+/// them) and a GPU record that fails (no driver yet); `write-grub-acs` writes the drop-in.
+const RDMA_TOPO_SH: &str = "R=\"$SKYHOOK_HOST_ROOT\"
+case \"$1\" in
+  check) echo 'FAIL GPU 0008:06:00.0 no iommu_group (driver not loaded)'
+         if [ -e \"$R/run/acs-fixed\" ]; then echo 'OK ACS 0008:01:00.0'; echo 'OK ACS 0009:01:00.0'; exit 1; fi
+         echo 'OK ACS 0008:01:00.0'; echo 'FAIL ACS 0009:01:00.0 (SV RR CR UF)'; exit 1 ;;
+  write-grub-acs) mkdir -p \"$R/etc/default/grub.d\"
+         printf 'GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT pci=config_acs=xx111x0@0009:01:00.0\"\\n' > \"$R/etc/default/grub.d/config-acs.cfg\" ;;
+  *) echo \"unexpected rdma_topo $*\" >&2; exit 2 ;;
+esac";
+
+/// update-grub: the generated configuration is the drop-ins' text, in order.
+const UPDATE_GRUB_SH: &str = "R=\"$SKYHOOK_HOST_ROOT\"; mkdir -p \"$R/boot/grub\"
+cat \"$R\"/etc/default/grub.d/*.cfg > \"$R/boot/grub/grub.cfg\" 2>/dev/null; exit 0";
+
+/// An Ubuntu 22.04 GB300 node on OCI (kernel 6.8, older than the IOMMU fix) with tuned
+/// running, rdma_topo and GRUB, a foreign GRUB drop-in, configMap `keys`.
+fn oci_node(keys: &[(&str, &str)]) -> Node {
+    on_oci(debian(Some("2.21.0")), keys)
+}
+
+/// A node as a fresh OCI image has it, before apply installs tuned (directories every
+/// node has), with `gb300` and `oci`.
+fn fresh_gb300_oci() -> Node {
+    let node = debian(None);
+    node.file("/etc/tuned/tuned-main.conf", "daemon = 1\n");
+    for dir in [
+        "/etc/systemd/system/multi-user.target.wants",
+        "/usr/lib",
+        "/usr/sbin",
+        "/usr/local/sbin",
+        "/var/lib",
+        "/var/log",
+        "/run",
+    ] {
+        std::fs::create_dir_all(node.path(dir)).unwrap();
+    }
+    on_oci(node, &[("accelerator", "gb300"), ("service", "oci")])
+}
+
+fn on_oci(node: Node, keys: &[(&str, &str)]) -> Node {
+    node.stand_in("systemctl", &systemctl_sh())
+        .stand_in("rdma_topo", RDMA_TOPO_SH)
+        .stand_in("update-grub", UPDATE_GRUB_SH);
+    node.file("/proc/sys/kernel/osrelease", "6.8.0-1021-oracle\n")
+        .file("/proc/cmdline", "BOOT_IMAGE=/vmlinuz ro iommu.passthrough=1\n")
+        .file("/etc/default/grub.d/50-cloudimg-settings.cfg", "GRUB_TIMEOUT=0\n");
+    node.run_stand_in("update-grub", &[]).expect_code(0);
+    node.clear_calls();
+    for (k, v) in keys {
+        node.configmap(k, v);
+    }
+    node
+}
+
+fn gb300_oci() -> Node {
+    oci_node(&[("accelerator", "gb300"), ("service", "oci")])
+}
+
+/// What the reboot interrupt does to the simulated node: the gate ran, the ACS
+/// correction and the IOMMU argument are live.
+fn reboot(node: &Node) {
+    node.file("/run/rdma-vfs-ready.ran", "")
+        .file("/run/acs-fixed", "")
+        .file(
+            "/proc/cmdline",
+            "BOOT_IMAGE=/vmlinuz ro iommu.passthrough=1 pci=config_acs=xx111x0@0009:01:00.0 iommu.passthrough=0\n",
+        )
+        .file("/sys/kernel/iommu_groups/0/type", "DMA-FQ\n");
+}
+
+/// Paths tuned itself changes while running (not the package's).
+const TUNED_OWN: &[&str] = &[
+    "etc/tuned/active_profile",
+    "etc/tuned/profile_mode",
+    "run/tuned",
+    "var/log/tuned",
+];
+
+fn tree(node: &Node) -> Tree {
+    Tree::of_except(&node.path("/"), TUNED_OWN)
+}
+
+#[test]
+fn a_fresh_node_gets_every_step_and_is_told_which_ones_need_the_reboot() {
+    let node = gb300_oci();
+    node.run("config")
+        .expect_code(0)
+        .expect_output("tuned profile oci-gb300-performance")
+        .expect_output("nvidia-gb300-noreboot-base")
+        .expect_output("TOPO_PATH is not set; the NCCL topology file goes to /etc/nccl/topo.xml")
+        .expect_output("rdma-vfs-ready: installed and enabled rdma-vfs-ready.service")
+        .expect_output("pcie-acs: rdma_topo check reports wrong ACS settings")
+        .expect_output("iommu-passthrough: kernel 6.8.0-1021-oracle is older than 6.11")
+        .expect_output("interrupt needed: {type: reboot}");
+    assert_eq!(node.read("/etc/nccl/topo.xml").unwrap(), TOPO);
+    assert_eq!(node.mode("/etc/nccl/topo.xml"), Some(0o644));
+    assert_eq!(node.read("/etc/systemd/system/rdma-vfs-ready.service").unwrap(), UNIT);
+    assert_eq!(node.read("/usr/local/sbin/wait-rdma-vfs.sh").unwrap(), HELPER);
+    assert_eq!(node.mode("/usr/local/sbin/wait-rdma-vfs.sh"), Some(0o755));
+    assert!(node.path(GATE_LINK).is_symlink(), "the gate is enabled");
+    assert!(node.read(ACS_DROP_IN).unwrap().contains("pci=config_acs="));
+    assert!(
+        node.read(IOMMU_DROP_IN)
+            .unwrap()
+            .contains("$GRUB_CMDLINE_LINUX iommu.passthrough=0\"")
+    );
+    let grub = node.read("/boot/grub/grub.cfg").unwrap();
+    assert!(
+        grub.contains("pci=config_acs=") && grub.contains("iommu.passthrough=0"),
+        "{grub}"
+    );
+    assert_eq!(
+        calls_of(&node, "update-grub").len(),
+        1,
+        "one regeneration for both drop-ins"
+    );
+    assert!(!calls_of(&node, "systemctl").contains(&"systemctl start rdma-vfs-ready.service".to_string()));
+    let profile = node.read("/etc/tuned/oci-gb300-performance/tuned.conf").unwrap();
+    assert!(profile.contains("net.ipv6.conf.all.disable_ipv6=0"), "{profile}");
+    assert!(!profile.contains("[bootloader]"), "{profile}");
+    node.run("config-check").expect_code(0);
+
+    let before_reboot = node.run("post-interrupt-check");
+    before_reboot
+        .expect_code(1)
+        .expect_output("rdma-vfs-ready: rdma-vfs-ready.service did not run during this boot")
+        .expect_output("pcie-acs: the ACS correction did not take effect: the booted command line (/proc/cmdline) has no pci=config_acs=")
+        .expect_output("iommu-passthrough: the booted command line still ends with iommu.passthrough=1");
+    reboot(&node);
+    node.run("post-interrupt-check").expect_code(0);
+}
+
+#[test]
+fn a_rerun_changes_nothing_and_after_the_reboot_needs_no_interrupt() {
+    let node = gb300_oci();
+    node.run("config").expect_code(0);
+    let once = tree(&node);
+    node.run("config")
+        .expect_code(0)
+        .expect_output("interrupt needed: {type: reboot}");
+    once.assert_same(&tree(&node));
+    reboot(&node);
+    node.clear_calls();
+    node.run("config")
+        .expect_code(0)
+        .expect_output("pcie-acs: rdma_topo check reports the ACS settings correct; nothing to do")
+        .expect_output("interrupt needed: none");
+    assert!(calls_of(&node, "update-grub").is_empty());
+    assert!(calls_of(&node, "rdma_topo").iter().all(|c| c == "rdma_topo check"));
+    node.run("post-interrupt-check").expect_code(0);
+}
+
+#[test]
+fn uninstall_leaves_the_node_byte_identical_with_and_without_the_configmap() {
+    for keep_configmap in [true, false] {
+        let node = fresh_gb300_oci();
+        node.file("/etc/nccl/README", "site notes\n");
+        let before = tree(&node);
+        node.run("apply").expect_code(0);
+        node.run("config").expect_code(0);
+        node.run("config-check").expect_code(0);
+        if !keep_configmap {
+            node.clear_configmaps();
+        }
+        node.run("uninstall").expect_code(0);
+        assert!(!node.path(GATE_LINK).is_symlink());
+        assert!(
+            calls_of(&node, "systemctl").contains(&"systemctl disable rdma-vfs-ready.service".to_string()),
+            "{:?}",
+            node.calls()
+        );
+        node.run("uninstall-check").expect_code(0);
+        before.assert_same(&tree(&node));
+    }
+}
+
+#[test]
+fn a_file_at_topo_path_before_the_package_comes_back_at_uninstall() {
+    let mut node = fresh_gb300_oci();
+    node.file("/opt/site/topo.xml", "<system version=\"1\"/>\n");
+    node.env("TOPO_PATH", "/opt/site/topo.xml");
+    let before = tree(&node);
+    node.run("apply").expect_code(0);
+    node.run("config").expect_code(0);
+    assert_eq!(node.read("/opt/site/topo.xml").unwrap(), TOPO);
+    assert!(!node.exists("/etc/nccl/topo.xml"));
+    node.run("uninstall").expect_code(0);
+    before.assert_same(&tree(&node));
+}
+
+#[test]
+fn a_new_topo_path_moves_the_file() {
+    let mut node = gb300_oci();
+    node.run("config").expect_code(0);
+    node.env("TOPO_PATH", "/var/lib/nccl/topo.xml");
+    node.run("config").expect_code(0);
+    assert_eq!(node.read("/var/lib/nccl/topo.xml").unwrap(), TOPO);
+    assert!(
+        !node.exists("/etc/nccl"),
+        "the old file and the directory made for it are gone"
+    );
+    node.run("config-check").expect_code(0);
+}
+
+#[test]
+fn a_bad_topo_path_is_refused_before_any_change() {
+    let cases = [
+        ("etc/nccl/topo.xml", 2, "not an absolute path"),
+        ("/etc/nccl/../shadow", 2, "`..` component"),
+        ("/etc/nccl/", 2, "names a directory"),
+        (
+            "/etc/linked/topo.xml",
+            1,
+            "/etc/linked is a symbolic link (to /etc/ssh)",
+        ),
+        (
+            "/etc/topo-link.xml",
+            1,
+            "/etc/topo-link.xml is a symbolic link (to /etc/shadow)",
+        ),
+    ];
+    for (value, code, says) in cases {
+        let mut node = gb300_oci();
+        std::os::unix::fs::symlink("/etc/ssh", node.path("/etc/linked")).unwrap();
+        std::os::unix::fs::symlink("/etc/shadow", node.path("/etc/topo-link.xml")).unwrap();
+        node.env("TOPO_PATH", value);
+        let before = node.snapshot();
+        node.clear_calls();
+        node.run("config")
+            .expect_code(code)
+            .expect_output("TOPO_PATH")
+            .expect_output(says);
+        before.assert_same(&node.snapshot());
+        assert!(calls_of(&node, "rdma_topo").is_empty() && calls_of(&node, "tuned-adm").is_empty());
+    }
+}
+
+#[test]
+fn a_bad_switch_is_refused_before_any_change() {
+    for (name, value) in [
+        ("CONFIGURE_PCIE_ACS", "flase"),
+        ("CONFIGURE_IOMMU_PASSTHROUGH", "sometimes"),
+    ] {
+        let mut node = gb300_oci();
+        node.env(name, value);
+        let before = node.snapshot();
+        node.run("config")
+            .expect_code(2)
+            .expect_output(name)
+            .expect_output(value);
+        before.assert_same(&node.snapshot());
+    }
+}
+
+#[test]
+fn a_node_without_rdma_topo_is_refused_before_any_change_unless_the_correction_is_off() {
+    let mut node = gb300_oci();
+    node.remove_stand_in("rdma_topo");
+    let before = node.snapshot();
+    node.run("config")
+        .expect_code(1)
+        .expect_output("pcie-acs: rdma_topo is not installed on this node")
+        .expect_output("CONFIGURE_PCIE_ACS=false");
+    before.assert_same(&node.snapshot());
+
+    node.env("CONFIGURE_PCIE_ACS", "false");
+    node.run("config")
+        .expect_code(0)
+        .expect_output("pcie-acs: switched off");
+    assert!(!node.exists(ACS_DROP_IN));
+    node.run("config-check").expect_code(0);
+}
+
+#[test]
+fn switching_the_acs_correction_off_takes_its_drop_in_back() {
+    let mut node = gb300_oci();
+    node.run("config").expect_code(0);
+    assert!(node.exists(ACS_DROP_IN));
+    node.env("CONFIGURE_PCIE_ACS", "off");
+    node.run("config")
+        .expect_code(0)
+        .expect_output("pcie-acs: took /etc/default/grub.d/config-acs.cfg back")
+        .expect_output("interrupt needed: {type: reboot}");
+    assert!(!node.exists(ACS_DROP_IN));
+    assert!(!node.read("/boot/grub/grub.cfg").unwrap().contains("config_acs"));
+    node.run("config-check").expect_code(0);
+}
+
+#[test]
+fn the_iommu_workaround_follows_the_kernel_and_its_switch() {
+    let mut node = gb300_oci();
+    node.file("/proc/sys/kernel/osrelease", "6.11.0-1003-oracle\n");
+    node.run("config")
+        .expect_code(0)
+        .expect_output("kernel 6.11.0-1003-oracle is at least 6.11");
+    assert!(!node.exists(IOMMU_DROP_IN));
+    node.env("CONFIGURE_IOMMU_PASSTHROUGH", "true");
+    node.run("config").expect_code(0);
+    assert!(node.exists(IOMMU_DROP_IN));
+    node.env("CONFIGURE_IOMMU_PASSTHROUGH", "auto");
+    node.run("config")
+        .expect_code(0)
+        .expect_output("iommu-passthrough: took /etc/default/grub.d/99-iommu-passthrough.cfg back");
+    assert!(!node.exists(IOMMU_DROP_IN));
+    node.run("config-check").expect_code(0);
+}
+
+#[test]
+fn pairs_that_ship_no_host_step_do_nothing_of_it() {
+    for keys in [
+        &[("accelerator", "h100"), ("service", "oci")][..],
+        &[("accelerator", "gb300"), ("service", "eks")][..],
+        &[("accelerator", "gb300")][..],
+    ] {
+        let mut node = oci_node(keys);
+        node.env("TOPO_PATH", "not/absolute");
+        node.run("config").expect_code(0);
+        assert!(calls_of(&node, "rdma_topo").is_empty(), "{keys:?}");
+        for path in [
+            "/etc/nccl",
+            "/etc/systemd/system/rdma-vfs-ready.service",
+            ACS_DROP_IN,
+            IOMMU_DROP_IN,
+        ] {
+            assert!(!node.exists(path), "{keys:?}: {path}");
+        }
+        assert!(!node.exists("/var/lib/skyhook-packages/nvidia-tuned-host-steps"));
+        node.run("config-check").expect_code(0);
+    }
+}
+
+#[test]
+fn moving_off_oci_takes_every_step_back() {
+    let node = gb300_oci();
+    let grub = node.read("/boot/grub/grub.cfg");
+    node.run("config").expect_code(0);
+    node.remove_configmap("service");
+    node.run("config")
+        .expect_code(0)
+        .expect_output("interrupt needed: {type: reboot}");
+    for path in [
+        "/etc/nccl",
+        "/etc/systemd/system/rdma-vfs-ready.service",
+        GATE_LINK,
+        ACS_DROP_IN,
+        IOMMU_DROP_IN,
+    ] {
+        assert!(!node.exists(path) && !node.path(path).is_symlink(), "{path}");
+    }
+    assert_eq!(
+        node.read("/boot/grub/grub.cfg"),
+        grub,
+        "GRUB regenerated without our drop-ins"
+    );
+    node.run("config-check").expect_code(0);
+}
+
+#[test]
+fn the_bash_versions_gate_is_taken_over_and_removed_at_uninstall() {
+    let node = fresh_gb300_oci();
+    let before = tree(&node);
+    node.file(
+        "/etc/systemd/system/rdma-vfs-ready.service",
+        "[Unit]\nDescription=bash version\n",
+    )
+    .file("/usr/local/sbin/wait-rdma-vfs.sh", "#!/usr/bin/env bash\nexit 0\n");
+    node.run("apply").expect_code(0);
+    node.run("config").expect_code(0);
+    assert_eq!(node.read("/etc/systemd/system/rdma-vfs-ready.service").unwrap(), UNIT);
+    node.run("uninstall").expect_code(0);
+    before.assert_same(&tree(&node));
+}
