@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Crash consistency: config (first deploy with a service, its files and the
-//! tuned-main.conf edit; a reconcile to another intent) and uninstall are killed at
+//! tuned-main.conf edit; a reconcile to another intent; the oci host steps on a GB300
+//! node) and uninstall (also of the host steps) are killed at
 //! their mutating system calls (skyhook_testkit::killpoint), rerun, and must end
 //! exactly where an uninterrupted run ends, with the check mode passing.
 
 #[path = "../../tuned/tests/common/mod.rs"]
 mod common;
+mod oci_node;
 
 use common::*;
 use skyhook_testkit::Node;
@@ -46,6 +48,19 @@ fn config_reconciling_to_another_intent_converges_after_a_kill() {
 #[test]
 fn uninstall_converges_after_a_kill() {
     let node = configured_node();
+    node.run("config").expect_code(0);
+    campaign(&node, "uninstall", "uninstall-check");
+}
+
+#[test]
+fn config_of_the_oci_host_steps_converges_after_a_kill() {
+    let node = oci_node::gb300_oci();
+    campaign(&node, "config", "config-check");
+}
+
+#[test]
+fn uninstall_of_the_oci_host_steps_converges_after_a_kill() {
+    let node = oci_node::gb300_oci();
     node.run("config").expect_code(0);
     campaign(&node, "uninstall", "uninstall-check");
 }
