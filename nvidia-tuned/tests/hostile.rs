@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The hostile-input corpus: the three configMap keys and the environment, fed what
+//! The hostile-input corpus: the three configMap keys and the environment (with the
+//! host steps' variables on a GB300 node on OCI), fed what
 //! a careful attacker would try, on a node where apply and config already ran. Each
 //! case must exit 2 without a panic, print under 64 KiB naming the key (the line and
 //! an excerpt where there is one) and leave the node byte-identical
@@ -7,6 +8,7 @@
 
 #[path = "../../tuned/tests/common/mod.rs"]
 mod common;
+mod oci_node;
 
 use common::*;
 use skyhook_testkit::Node;
@@ -92,4 +94,40 @@ fn hostile_environment_is_refused() {
     cases.extend(hostile::package_manager_cases("uninstall"));
     cases.extend(hostile::version_cases("upgrade"));
     corpus(cases);
+}
+
+#[test]
+fn hostile_host_step_variables_are_refused() {
+    use std::os::unix::ffi::OsStringExt;
+    let long = format!("/{}", "t".repeat(5000));
+    let rows: &[(&str, &str, &str)] = &[
+        ("TOPO_PATH", "etc/nccl/topo.xml", "not an absolute path"),
+        ("TOPO_PATH", "/etc/nccl/../../etc/shadow", "`..` component"),
+        ("TOPO_PATH", "/etc/nccl/", "names a directory"),
+        ("TOPO_PATH", "/etc/nccl/topo.xml\n/etc/shadow", "NUL or newline"),
+        ("TOPO_PATH", &long, "PATH_MAX"),
+        ("CONFIGURE_PCIE_ACS", "yes please", "\"yes please\""),
+        ("CONFIGURE_IOMMU_PASSTHROUGH", "$(reboot)", "\"$(reboot)\""),
+    ];
+    let mut cases: Vec<Case> = rows
+        .iter()
+        .map(|(name, value, says)| {
+            Case::new(&format!("{name}: {}", &value[..value.len().min(30)]), "config")
+                .env(name, *value)
+                .says(says)
+        })
+        .collect();
+    cases.push(
+        Case::new("TOPO_PATH: not UTF-8", "config")
+            .env(
+                "TOPO_PATH",
+                std::ffi::OsString::from_vec(b"/etc/nccl/t\xffpo.xml".to_vec()),
+            )
+            .says("not UTF-8"),
+    );
+    let node = oci_node::gb300_oci();
+    node.run("config").expect_code(0);
+    let report = Corpus::new(&node).run(&cases);
+    eprintln!("nvidia-tuned host-step corpus: {} case(s)", report.cases);
+    report.assert_passed();
 }

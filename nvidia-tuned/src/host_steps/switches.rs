@@ -6,6 +6,7 @@
 //! before any change; a value the original would have read as "on" by accident (a
 //! typo) is refused here, naming the variable and an excerpt.
 
+use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
 
 use skyhook_core::error::excerpt;
@@ -50,12 +51,19 @@ pub struct Switches {
 impl Switches {
     /// Reads the switches from the process environment.
     pub fn from_env() -> Result<Self> {
-        Self::from_vars(|name| std::env::var_os(name).map(|v| v.to_string_lossy().into_owned()))
+        Self::from_vars(|name| std::env::var_os(name))
     }
 
-    /// Reads the switches through `var`; every bad value is listed.
-    pub fn from_vars(var: impl Fn(&str) -> Option<String>) -> Result<Self> {
+    /// Reads the switches through `var_os`; every bad value is listed (a value that
+    /// is not UTF-8 among them).
+    pub fn from_vars(var_os: impl Fn(&str) -> Option<OsString>) -> Result<Self> {
         let mut problems = Vec::new();
+        let var = |name: &str| match var_os(name).map(OsString::into_string) {
+            None => None,
+            Some(Ok(v)) => Some(v),
+            // Replaced by a value no switch accepts, so it is reported once below.
+            Some(Err(raw)) => Some(format!("\0{}", raw.to_string_lossy())),
+        };
         let topo = var(TOPO_PATH).filter(|v| !v.is_empty());
         let topo_path_set = topo.is_some();
         let topo_path = match topo_path(topo.as_deref().unwrap_or(DEFAULT_TOPO_PATH)) {
@@ -123,7 +131,7 @@ fn flag(value: &str) -> Flag {
 
 fn bad(name: &str, value: &str, wanted: &str) -> String {
     format!(
-        "environment variable {name} ({}): not a switch; set it to {wanted} in the package's env",
+        "environment variable {name} ({}): not a switch (or not UTF-8); set it to {wanted} in the package's env",
         excerpt(value)
     )
 }
@@ -141,7 +149,7 @@ fn topo_path(value: &str) -> std::result::Result<PathBuf, String> {
         return Err(why("longer than PATH_MAX (4096 bytes)"));
     }
     if value.contains('\0') || value.contains('\n') {
-        return Err(why("holds a NUL or newline character"));
+        return Err(why("holds a NUL or newline character, or is not UTF-8"));
     }
     let path = Path::new(value);
     if !path.is_absolute() {
@@ -166,7 +174,7 @@ mod tests {
 
     fn read(vars: &[(&str, &str)]) -> Result<Switches> {
         let vars: Vec<(String, String)> = vars.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        Switches::from_vars(|n| vars.iter().find(|(k, _)| k == n).map(|(_, v)| v.clone()))
+        Switches::from_vars(|n| vars.iter().find(|(k, _)| k == n).map(|(_, v)| v.into()))
     }
 
     #[test]
@@ -203,5 +211,11 @@ mod tests {
         let long = format!("/{}", "a".repeat(5000));
         let err = read(&[(TOPO_PATH, &long)]).unwrap_err().to_string();
         assert!(err.contains("PATH_MAX") && err.len() < 600, "{err}");
+        use std::os::unix::ffi::OsStringExt;
+        let raw = OsString::from_vec(b"/etc/nccl/t\xffpo.xml".to_vec());
+        let err = Switches::from_vars(|n| (n == TOPO_PATH).then(|| raw.clone()))
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("TOPO_PATH") && err.contains("not UTF-8"), "{err}");
     }
 }
