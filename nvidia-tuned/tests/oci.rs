@@ -304,3 +304,17 @@ fn the_bash_versions_gate_is_taken_over_and_removed_at_uninstall() {
     node.run("uninstall").expect_code(0);
     before.assert_same(&tree(&node));
 }
+
+#[test]
+fn uninstall_removes_the_enablement_link_of_a_unit_file_removed_by_hand() {
+    let node = gb300_oci();
+    node.run("config").expect_code(0);
+    std::fs::remove_file(node.path("/etc/systemd/system/rdma-vfs-ready.service")).unwrap();
+    assert!(node.path(GATE_LINK).is_symlink());
+    node.run("uninstall").expect_code(0);
+    assert!(
+        !node.path(GATE_LINK).is_symlink(),
+        "the dangling enablement link is gone"
+    );
+    node.run("uninstall-check").expect_code(0);
+}

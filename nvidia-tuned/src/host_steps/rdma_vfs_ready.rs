@@ -20,6 +20,8 @@ pub const STEP: &str = "rdma-vfs-ready";
 pub const UNIT: &str = "rdma-vfs-ready.service";
 /// Where the unit goes.
 pub const UNIT_PATH: &str = "/etc/systemd/system/rdma-vfs-ready.service";
+/// The enablement link `systemctl enable` makes (`WantedBy=multi-user.target`).
+pub const WANTS_LINK: &str = "/etc/systemd/system/multi-user.target.wants/rdma-vfs-ready.service";
 /// Where the helper goes (the unit's `ExecStart`).
 pub const HELPER_PATH: &str = "/usr/local/sbin/wait-rdma-vfs.sh";
 
@@ -67,6 +69,10 @@ pub fn remove(ledger: &mut Ledger) -> Result<()> {
     if enabled {
         if ledger.host().exists(UNIT_PATH) {
             systemd.disable(UNIT)?;
+        } else if ledger.host().read_link(WANTS_LINK)?.as_deref() == Some(Path::new(UNIT_PATH)) {
+            // The unit file went (by hand, or a partial run) but its enablement link
+            // stayed, which systemctl cannot disable any more: remove the link.
+            ledger.host().remove(WANTS_LINK)?;
         }
         ledger.changes.units.remove(UNIT);
         ledger.save()?;
