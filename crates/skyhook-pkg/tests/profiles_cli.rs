@@ -89,6 +89,46 @@ fn show_prints_each_setting_with_its_profile_and_the_reboot() {
 }
 
 #[test]
+fn show_lists_the_files_and_units_of_the_oci_host_steps() {
+    let show = |accelerator: &str| {
+        let out = profiles(&[
+            "show",
+            "--package",
+            "nvidia-tuned",
+            "--accelerator",
+            accelerator,
+            "--intent",
+            "performance",
+            "--service",
+            "oci",
+        ]);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        stdout(&out)
+    };
+    let text = show("gb300");
+    for part in [
+        "profile: oci-gb300-performance\n",
+        "needs a reboot: yes (rdma-vfs-ready.service",
+        "  net.ipv6.conf.all.disable_ipv6 = 0  [oci-gb300-performance (service/oci/service.conf)]",
+        "  vm.min_free_kbytes = 65536  [nvidia-gb300-noreboot-base",
+        "/etc/systemd/system/rdma-vfs-ready.service <- catalog/files/oci/rdma-vfs-ready.service",
+        "/usr/local/sbin/wait-rdma-vfs.sh <- catalog/files/oci/wait-rdma-vfs.sh  [host step rdma-vfs-ready]",
+        "$TOPO_PATH (default /etc/nccl/topo.xml) = catalog/files/oci/nccl-topo-gb300.xml",
+        "/etc/default/grub.d/config-acs.cfg",
+        "/etc/default/grub.d/99-iommu-passthrough.cfg",
+        "/etc/systemd/system/containerd.service.d/containerd.conf",
+    ] {
+        assert!(text.contains(part), "{part:?} missing from:\n{text}");
+    }
+    assert!(
+        !text.contains("cmdline_"),
+        "the OCI GB300 chain has no bootloader options:\n{text}"
+    );
+    let h100 = show("h100");
+    assert!(!h100.contains("host step"), "h100 on OCI ships no host step:\n{h100}");
+}
+
+#[test]
 fn unknown_values_exit_2_listing_what_is_supported() {
     let cases: &[(&[&str], &str)] = &[
         (
