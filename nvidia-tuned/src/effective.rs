@@ -50,6 +50,15 @@ impl Catalog for NvidiaTuned {
             .collect()
     }
 
+    fn normalized(&self, selection: &Selection) -> Selection {
+        let choice = self.0.normalized(&to_choice(selection));
+        Selection {
+            intent: choice.intent,
+            service: choice.service,
+            ..selection.clone()
+        }
+    }
+
     fn effective(&self, selection: &Selection) -> Result<Effective, CatalogError> {
         let m = &self.0.manifest;
         let rendered = self.0.render(&to_choice(selection)).map_err(|e| match e {

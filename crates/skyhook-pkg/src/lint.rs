@@ -146,10 +146,10 @@ impl Kind {
         if !request.selections(catalog.as_ref()).is_empty() {
             return None;
         }
-        let ships: Vec<String> = catalog
+        let mut ships: Vec<String> = catalog
             .combinations()
             .iter()
-            .filter(|s| s.os.is_none() && (request.accelerator == "auto" || s.accelerator == request.accelerator))
+            .filter(|s| request.accelerator == "auto" || s.accelerator == request.accelerator)
             .map(|s| {
                 format!(
                     "{} {}{}",
@@ -161,6 +161,9 @@ impl Kind {
                 )
             })
             .collect();
+        // Each combination once, whichever OS versions ship it.
+        let mut seen = std::collections::BTreeSet::new();
+        ships.retain(|s| seen.insert(s.clone()));
         Some(format!(
             "configMap keys \"accelerator\" {:?}, \"intent\" {:?}, \"service\" {:?}: {} ships no such combination; it ships: {}",
             request.accelerator,
