@@ -258,6 +258,15 @@ impl Kind {
         self == Kind::NvidiaTuned && key == "accelerator"
     }
 
+    /// Whether what a change of `key` needs says nothing of the first installation:
+    /// nvidia-tuned's `intent` and `service` need a reboot when another value changes
+    /// the kernel arguments, while the first installation needs what the selected
+    /// combination needs, which the `accelerator` key carries (bcm's vr200 chain has no
+    /// kernel argument, though switching it to rke2 brings them).
+    fn is_change_only_key(self, key: &str) -> bool {
+        self == Kind::NvidiaTuned && matches!(key, "intent" | "service")
+    }
+
     /// Whether the package's uninstall changes the node (so it must be enabled).
     fn uninstall_matters(self, entry: &ScrEntry) -> bool {
         self != Kind::Shellscript || entry.config_map.contains_key("uninstall.sh")
@@ -439,7 +448,9 @@ fn check_interrupts(at: &mut Report, kind: Kind, entry: &ScrEntry) {
             check_reboot_of_an_unknown_need(at, kind, entry, key);
             continue;
         };
-        overall.push(needed.clone());
+        if !kind.is_change_only_key(key) {
+            overall.push(needed.clone());
+        }
         if kind.is_hardware_key(key) {
             continue;
         }
