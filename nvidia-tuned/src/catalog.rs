@@ -27,6 +27,28 @@ pub enum CatalogError {
     /// A service the catalog has no wrapper for.
     #[error("service {0:?} is not in the catalog; supported: {1} (or no service key)")]
     Service(String, String),
+    /// An accelerator whose profiles exist only on some OS versions, asked for on another.
+    #[error("accelerator {accelerator:?} is supported only on {supported}; this node runs {found}")]
+    OsOnly {
+        /// The accelerator.
+        accelerator: String,
+        /// The OS found (`ubuntu 24.04`, or that none was given).
+        found: String,
+        /// Where it is supported (`ubuntu 26.04`).
+        supported: String,
+    },
+    /// A service that has no profiles for this accelerator.
+    #[error(
+        "service {service:?} has no profiles for accelerator {accelerator:?}; with {service} the catalog supports: {supported}"
+    )]
+    ServiceAccelerator {
+        /// The service.
+        service: String,
+        /// The accelerator.
+        accelerator: String,
+        /// The accelerators the service supports.
+        supported: String,
+    },
     /// A profile the include chain names that the catalog lacks (a catalog defect).
     #[error("the catalog has no profile {profile:?} (included by {by:?})")]
     Missing {
@@ -35,6 +57,18 @@ pub enum CatalogError {
         /// The profile including it.
         by: String,
     },
+}
+
+impl CatalogError {
+    /// The configMap key whose value the error is about (`accelerator`, `intent`,
+    /// `service`); a catalog defect names the accelerator's.
+    pub fn key(&self) -> &'static str {
+        match self {
+            CatalogError::Intent(..) => crate::request::INTENT_KEY,
+            CatalogError::Service(..) | CatalogError::ServiceAccelerator { .. } => crate::request::SERVICE_KEY,
+            _ => crate::request::ACCELERATOR_KEY,
+        }
+    }
 }
 
 /// One OS version the catalog knows (its overrides, or the common profiles).
@@ -62,12 +96,15 @@ pub struct FileEntry {
     pub restart: Vec<String>,
 }
 
-/// A cloud service's wrapper profile and its files.
+/// A cloud service's wrapper profile, the accelerators it has profiles for and its files.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Deserialize)]
 pub struct ServiceEntry {
     /// Files deployed with the service profile.
     #[serde(default)]
     pub files: Vec<FileEntry>,
+    /// The accelerators the service supports; absent: every accelerator.
+    #[serde(default)]
+    pub accelerators: Option<Vec<String>>,
     /// Host changes beyond tuned profiles, by accelerator (`oci` × `gb300`).
     #[serde(default)]
     pub host_steps: BTreeMap<String, HostSteps>,
@@ -136,8 +173,16 @@ impl HostAssets {
 pub struct Manifest {
     /// The package's kind.
     pub package: String,
-    /// Accelerator names (`h100`).
+    /// Accelerator names (`h100`): each has profiles per intent.
     pub accelerators: Vec<String>,
+    /// Accelerators whose profiles exist only on some OS versions, with those versions
+    /// (`vr200`: Ubuntu 26.04); on any other OS they are bad input.
+    #[serde(default)]
+    pub accelerator_os: BTreeMap<String, Vec<OsEntry>>,
+    /// Accelerators with one self-contained profile, by accelerator (`generic` →
+    /// `nvidia-generic`): intent and service are ignored.
+    #[serde(default)]
+    pub self_contained: BTreeMap<String, String>,
     /// Intent names (`performance`).
     pub intents: Vec<String>,
     /// The intent when the configMap has none.
@@ -255,30 +300,92 @@ impl Catalog {
         }
     }
 
-    /// Checks the names of `choice` against the manifest.
+    /// Every accelerator name a configMap may give: those with profiles per intent,
+    /// then the self-contained ones (`generic`).
+    pub fn accelerator_names(&self) -> Vec<String> {
+        let m = &self.manifest;
+        m.accelerators.iter().chain(m.self_contained.keys()).cloned().collect()
+    }
+
+    /// The self-contained profile of `accelerator` (`generic` → `nvidia-generic`), if
+    /// it has one: its intent and service are ignored.
+    pub fn self_contained(&self, accelerator: &str) -> Option<&str> {
+        self.manifest.self_contained.get(accelerator).map(String::as_str)
+    }
+
+    /// The OS versions `accelerator` exists on; `None` when it exists on every OS.
+    pub fn accelerator_os(&self, accelerator: &str) -> Option<&[OsEntry]> {
+        self.manifest.accelerator_os.get(accelerator).map(Vec::as_slice)
+    }
+
+    /// `choice` as the catalog reads it: a self-contained accelerator's intent is the
+    /// default and its service none (they are ignored).
+    pub fn normalized(&self, choice: &Choice) -> Choice {
+        match self.self_contained(&choice.accelerator) {
+            Some(_) => Choice {
+                intent: self.manifest.default_intent.clone(),
+                service: None,
+                ..choice.clone()
+            },
+            None => choice.clone(),
+        }
+    }
+
+    /// Checks `choice` against the manifest: every name known, the accelerator on an
+    /// OS it exists on, the service one that has profiles for the accelerator.
     pub fn check(&self, choice: &Choice) -> Result<(), CatalogError> {
         let m = &self.manifest;
-        if !m.accelerators.contains(&choice.accelerator) {
-            return Err(CatalogError::Accelerator(
-                choice.accelerator.clone(),
-                supported(&m.accelerators),
-            ));
+        let names = self.accelerator_names();
+        if !names.contains(&choice.accelerator) {
+            return Err(CatalogError::Accelerator(choice.accelerator.clone(), supported(&names)));
+        }
+        if self.self_contained(&choice.accelerator).is_some() {
+            return Ok(());
         }
         if !m.intents.contains(&choice.intent) {
             return Err(CatalogError::Intent(choice.intent.clone(), supported(&m.intents)));
         }
-        if let Some(s) = &choice.service
-            && !m.services.contains_key(s)
-        {
+        if let Some(allowed) = self.accelerator_os(&choice.accelerator) {
+            self.check_os(&choice.accelerator, choice.os.as_ref(), allowed)?;
+        }
+        let Some(s) = &choice.service else {
+            return Ok(());
+        };
+        let Some(entry) = m.services.get(s) else {
             let names: Vec<String> = m.services.keys().cloned().collect();
             return Err(CatalogError::Service(s.clone(), supported(&names)));
+        };
+        match &entry.accelerators {
+            Some(list) if !list.contains(&choice.accelerator) => Err(CatalogError::ServiceAccelerator {
+                service: s.clone(),
+                accelerator: choice.accelerator.clone(),
+                supported: supported(list),
+            }),
+            _ => Ok(()),
         }
-        Ok(())
+    }
+
+    /// Whether `os` is one of `allowed` (versions compared as overrides key them).
+    fn check_os(&self, accelerator: &str, os: Option<&OsEntry>, allowed: &[OsEntry]) -> Result<(), CatalogError> {
+        let key = |o: &OsEntry| (o.id.clone(), self.os_version(o));
+        if os.is_some_and(|os| allowed.iter().any(|a| key(a) == key(os))) {
+            return Ok(());
+        }
+        let describe = |o: &OsEntry| format!("{} {}", o.id, o.version);
+        Err(CatalogError::OsOnly {
+            accelerator: accelerator.to_string(),
+            found: os.map_or_else(|| "no OS given (the common profiles)".to_string(), describe),
+            supported: allowed.iter().map(describe).collect::<Vec<_>>().join(", "),
+        })
     }
 
     /// The profile names of `choice`: (workload profile, profile to activate). The
-    /// service wrapper is `<service>-<accelerator>-<intent>`, as the originals name it.
-    pub fn names(choice: &Choice) -> (String, String) {
+    /// service wrapper is `<service>-<accelerator>-<intent>`, as the originals name it;
+    /// a self-contained accelerator's profile is both.
+    pub fn names(&self, choice: &Choice) -> (String, String) {
+        if let Some(profile) = self.self_contained(&choice.accelerator) {
+            return (profile.to_string(), profile.to_string());
+        }
         let workload = format!("nvidia-{}-{}", choice.accelerator, choice.intent);
         let active = match &choice.service {
             Some(s) => format!("{s}-{}-{}", choice.accelerator, choice.intent),
@@ -308,24 +415,13 @@ impl Catalog {
     /// Renders `choice` into the profiles, the profile to activate and the files.
     pub fn render(&self, choice: &Choice) -> Result<Rendered, CatalogError> {
         self.check(choice)?;
-        let (workload, active) = Self::names(choice);
+        let choice = &self.normalized(choice);
+        let (workload, active) = self.names(choice);
         let mut profiles = Vec::new();
-        let mut next = Some((workload.clone(), active.clone()));
+        let mut next = Some((active.clone(), "the configMap".to_string()));
         if let Some(s) = &choice.service {
-            let source = format!("service/{s}/service.conf");
-            let template = self
-                .file(&format!("profiles/{source}"))
-                .ok_or_else(|| CatalogError::Missing {
-                    profile: active.clone(),
-                    by: format!("service {s}"),
-                })?;
-            profiles.push(Profile {
-                name: active.clone(),
-                source,
-                text: with_include(template, &workload),
-            });
-        } else {
-            next = Some((active.clone(), "the configMap".to_string()));
+            profiles.push(self.service_wrapper(s, &active, &workload)?);
+            next = Some((workload, active.clone()));
         }
         while let Some((name, by)) = next.take() {
             let (source, text) = self.find(&name, choice).ok_or(CatalogError::Missing {
@@ -339,19 +435,7 @@ impl Catalog {
                 text: text.to_string(),
             });
         }
-        let mut entries: Vec<&FileEntry> = Vec::new();
-        if let Some(s) = &choice.service {
-            entries.extend(&self.manifest.services[s].files);
-        }
-        for p in &profiles {
-            entries.extend(self.manifest.profile_files.get(&p.name).into_iter().flatten());
-        }
-        let mut seen = std::collections::BTreeSet::new();
-        entries.retain(|f| seen.insert(f.path.clone()));
-        let files = entries
-            .into_iter()
-            .map(|f| Ok((f.clone(), self.asset(&f.source, &f.path.display().to_string())?.bytes)))
-            .collect::<Result<_, CatalogError>>()?;
+        let files = self.files_of(choice, &profiles)?;
         let host = self.host_assets(choice)?;
         Ok(Rendered {
             active,
@@ -400,6 +484,49 @@ impl Catalog {
         })
     }
 
+    /// The service wrapper `active`: the service's template including `workload`.
+    fn service_wrapper(&self, service: &str, active: &str, workload: &str) -> Result<Profile, CatalogError> {
+        let source = format!("service/{service}/service.conf");
+        let template = self
+            .file(&format!("profiles/{source}"))
+            .ok_or_else(|| CatalogError::Missing {
+                profile: active.to_string(),
+                by: format!("service {service}"),
+            })?;
+        Ok(Profile {
+            name: active.to_string(),
+            source,
+            text: with_include(template, workload),
+        })
+    }
+
+    /// The files of the service and of each profile of the chain, with their bytes.
+    fn files_of(&self, choice: &Choice, profiles: &[Profile]) -> Result<Vec<(FileEntry, Vec<u8>)>, CatalogError> {
+        let mut entries: Vec<&FileEntry> = Vec::new();
+        if let Some(s) = &choice.service {
+            entries.extend(&self.manifest.services[s].files);
+        }
+        for p in profiles {
+            entries.extend(self.manifest.profile_files.get(&p.name).into_iter().flatten());
+        }
+        let mut files: Vec<(FileEntry, Vec<u8>)> = Vec::new();
+        for f in entries {
+            if files.iter().any(|(have, _)| have.path == f.path) {
+                continue;
+            }
+            let bytes = self
+                .files
+                .get(format!("files/{}", f.source).as_str())
+                .copied()
+                .ok_or_else(|| CatalogError::Missing {
+                    profile: f.source.clone(),
+                    by: f.path.display().to_string(),
+                })?;
+            files.push((f.clone(), bytes.to_vec()));
+        }
+        Ok(files)
+    }
+
     /// The base profiles (`profiles/common/<name>.conf`).
     pub fn base_profiles(&self) -> Vec<String> {
         self.paths()
@@ -409,14 +536,18 @@ impl Catalog {
     }
 
     /// Every combination: accelerator × intent × (no service, each service) × (the
-    /// common profiles, each OS version of the manifest).
+    /// common profiles, each OS version of the manifest), kept where [`Catalog::check`]
+    /// accepts it (an accelerator on the OS versions it exists on, a service with the
+    /// accelerators it supports); then each self-contained accelerator once per OS.
     pub fn combinations(&self) -> Vec<Choice> {
         let m = &self.manifest;
         let services = std::iter::once(None).chain(m.services.keys().cloned().map(Some));
-        let oses = std::iter::once(None).chain(m.os_versions.iter().cloned().map(Some));
+        let oses: Vec<Option<OsEntry>> = std::iter::once(None)
+            .chain(m.os_versions.iter().cloned().map(Some))
+            .collect();
         let mut out = Vec::new();
         for service in services {
-            for os in oses.clone() {
+            for os in &oses {
                 for accelerator in &m.accelerators {
                     for intent in &m.intents {
                         out.push(Choice {
@@ -427,6 +558,17 @@ impl Catalog {
                         });
                     }
                 }
+            }
+        }
+        out.retain(|c| self.check(c).is_ok());
+        for accelerator in m.self_contained.keys() {
+            for os in &oses {
+                out.push(Choice {
+                    accelerator: accelerator.clone(),
+                    intent: m.default_intent.clone(),
+                    service: None,
+                    os: os.clone(),
+                });
             }
         }
         out

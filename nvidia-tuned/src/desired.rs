@@ -26,7 +26,7 @@ impl Desired {
     /// Reads the configMap and the node and renders the catalog; logs each choice.
     pub fn read(step: &Step, catalog: &Catalog) -> Result<Self> {
         let request = Request::read(&step.configmaps, &catalog.manifest)?;
-        let accelerator = accelerator::choose(&request.accelerator, step, &catalog.manifest.accelerators)?;
+        let accelerator = accelerator::choose(&request.accelerator, step, &catalog.accelerator_names())?;
         let os = step.os_release()?;
         let os = OsEntry {
             id: os.id(),
@@ -50,7 +50,10 @@ impl Desired {
             service: request.service,
             os: Some(os),
         };
-        let mut rendered = catalog.render(&choice).map_err(|e| Error::input(e.to_string()))?;
+        log_ignored(catalog, &choice, step);
+        let mut rendered = catalog
+            .render(&choice)
+            .map_err(|e| Error::input(format!("configMap key {:?}: {e}", e.key())))?;
         drop_missing_sysctls(&step.host, &catalog.manifest.optional_sysctls, &mut rendered)?;
         let chain: Vec<String> = rendered
             .profiles
@@ -106,6 +109,25 @@ impl Desired {
             });
         }
         Ok(needs)
+    }
+}
+
+/// Says in the log that a self-contained accelerator ignores the intent and service the
+/// configMap gives (the original's behaviour for `generic`).
+fn log_ignored(catalog: &Catalog, choice: &Choice, step: &Step) {
+    let Some(profile) = catalog.self_contained(&choice.accelerator) else {
+        return;
+    };
+    for key in [crate::request::INTENT_KEY, crate::request::SERVICE_KEY] {
+        if let Ok(Some(value)) = step.configmaps.text(key)
+            && !value.trim().is_empty()
+        {
+            log::warn!(
+                "configMap key {key:?} ({}) is ignored: accelerator {} uses the self-contained profile {profile}, whatever the intent and service",
+                skyhook_core::error::excerpt(value.trim()),
+                choice.accelerator
+            );
+        }
     }
 }
 

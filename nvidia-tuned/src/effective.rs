@@ -50,12 +50,30 @@ impl Catalog for NvidiaTuned {
             .collect()
     }
 
+    fn normalized(&self, selection: &Selection) -> Selection {
+        let choice = self.0.normalized(&to_choice(selection));
+        Selection {
+            intent: choice.intent,
+            service: choice.service,
+            ..selection.clone()
+        }
+    }
+
     fn effective(&self, selection: &Selection) -> Result<Effective, CatalogError> {
         let m = &self.0.manifest;
         let rendered = self.0.render(&to_choice(selection)).map_err(|e| match e {
-            Missing::Accelerator(given, _) => CatalogError::unknown_accelerator(&given, &m.accelerators),
+            Missing::Accelerator(given, _) => CatalogError::unknown_accelerator(&given, &self.0.accelerator_names()),
             Missing::Intent(given, _) => CatalogError::unknown_intent(&given, &m.intents),
             Missing::Service(given, _) => CatalogError::unknown_service(&given, &m.services.keys().collect::<Vec<_>>()),
+            Missing::OsOnly { .. } | Missing::ServiceAccelerator { .. } => {
+                let shipped = self.combinations();
+                let same: Vec<Selection> = shipped
+                    .iter()
+                    .filter(|s| s.accelerator == selection.accelerator)
+                    .cloned()
+                    .collect();
+                CatalogError::unknown_combination(selection, if same.is_empty() { &shipped } else { &same })
+            }
             Missing::Missing { .. } => CatalogError::Data {
                 source_file: "nvidia-tuned/catalog".into(),
                 reason: e.to_string(),

@@ -33,23 +33,28 @@ pub use crate::effective::catalog;
 
 /// Validates a configMap offline, as config reads it (the entry point of `skyhook-pkg
 /// lint`): the keys, and for a named accelerator the catalog combination (common
-/// profiles). `Err(Error::Input)` lists every problem; `auto` is resolved on the node.
+/// profiles, or the first OS an OS-bound accelerator exists on). `Err(Error::Input)` lists every problem; `auto` is resolved on the node.
 pub fn validate(configmaps: &ConfigMaps) -> Result<()> {
     let catalog = Catalog::embedded();
     let request = request::Request::read(configmaps, &catalog.manifest)?;
     if request.accelerator == request::AUTO {
         return Ok(());
     }
+    // Offline the OS is unknown: an accelerator that exists only on some OS versions
+    // is rendered on the first of them (config checks the node's own OS).
+    let os = catalog
+        .accelerator_os(&request.accelerator)
+        .and_then(|allowed| allowed.first().cloned());
     let choice = catalog::Choice {
         accelerator: request.accelerator,
         intent: request.intent,
         service: request.service,
-        os: None,
+        os,
     };
     catalog
         .render(&choice)
         .map(|_| ())
-        .map_err(|e| Error::input(e.to_string()))
+        .map_err(|e| Error::input(format!("configMap key {:?}: {e}", e.key())))
 }
 
 /// The nvidia-tuned package.

@@ -2,7 +2,8 @@
 //! The configMap keys of the original nvidia-tuned: `accelerator` (required; a name
 //! or `auto`), `intent` (default from the manifest, `performance`), `service`
 //! (optional). Values are trimmed like the original's `xargs`; a value must be one
-//! word. Every problem is listed, naming the key, the line and an excerpt.
+//! word. Every problem is listed, naming the key, the line and an excerpt. A
+//! self-contained accelerator (`generic`) ignores `intent` and `service`.
 
 use skyhook_core::error::{bad_line, excerpt};
 use skyhook_core::{ConfigMaps, Error, Result};
@@ -61,8 +62,18 @@ impl Request {
         let accelerator = word(configmaps, ACCELERATOR_KEY, &mut problems)?;
         let intent = word(configmaps, INTENT_KEY, &mut problems)?;
         let service = word(configmaps, SERVICE_KEY, &mut problems)?;
-        let mut names = manifest.accelerators.clone();
+        let mut names: Vec<String> = manifest
+            .accelerators
+            .iter()
+            .chain(manifest.self_contained.keys())
+            .cloned()
+            .collect();
         names.push(AUTO.into());
+        // A self-contained accelerator (`generic`) ignores intent and service: their
+        // values are not checked against the catalog (a malformed value still is bad input).
+        let ignores = accelerator
+            .as_ref()
+            .is_some_and(|a| manifest.self_contained.contains_key(a));
         match &accelerator {
             None if !configmaps.contains(ACCELERATOR_KEY) => problems.push(format!(
                 "configMap key {ACCELERATOR_KEY:?} is missing: set it to one of {}",
@@ -76,11 +87,13 @@ impl Request {
             Some(_) => {}
         }
         if let Some(i) = &intent
+            && !ignores
             && !manifest.intents.contains(i)
         {
             problems.push(unknown(INTENT_KEY, i, &manifest.intents));
         }
         if let Some(s) = &service
+            && !ignores
             && !manifest.services.contains_key(s)
         {
             let names: Vec<String> = manifest.services.keys().cloned().collect();

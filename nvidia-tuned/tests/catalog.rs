@@ -16,34 +16,88 @@ use skyhook_core::profile::{Catalog, OsVersion, Selection};
 const FIXTURE: &str = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/fixtures/effective.txt");
 
 /// What the catalog ships: one row per accelerator, intent, service and OS version.
-const ACCELERATORS: &[&str] = &["h100", "gb200", "gb300"];
+const ACCELERATORS: &[&str] = &["h100", "gb200", "gb300", "vr200"];
 const INTENTS: &[&str] = &["performance", "inference", "multiNodeTraining"];
-const SERVICES: &[&str] = &["eks", "oci"];
+/// Each service with the accelerators it has profiles for.
+const SERVICES: &[(&str, &[&str])] = &[
+    ("aks", &["h100"]),
+    ("bcm", &["vr200"]),
+    ("eks", &["h100", "gb200", "gb300"]),
+    ("oci", &["h100", "gb200", "gb300"]),
+    ("rke2", &["gb200", "gb300", "vr200"]),
+];
 const OS_VERSIONS: &[(&str, &str)] = &[
     ("ubuntu", "22.04"),
     ("ubuntu", "24.04"),
     ("debian", "11"),
     ("debian", "12"),
     ("rhel", "9"),
+    ("ubuntu", "26.04"),
 ];
+/// Accelerators that exist only on some OS versions.
+const ACCELERATOR_OS: &[(&str, &[(&str, &str)])] = &[("vr200", &[("ubuntu", "26.04")])];
+/// Accelerators with one self-contained profile (intent and service ignored).
+const SELF_CONTAINED: &[(&str, &str)] = &[("generic", "nvidia-generic")];
+/// The profiles an include chain may end at.
+const BASES: &[&str] = &[
+    "nvidia-base",
+    "nvidia-vr200-noreboot-base",
+    "nvidia-gb300-noreboot-base",
+    "nvidia-generic",
+];
+
+/// How many combinations the table above gives: each accelerator on the OS options it
+/// exists on (the common profiles count only for an accelerator on every OS), with no
+/// service or each service that supports it; each self-contained one once per OS option.
+fn expected_count() -> usize {
+    let os_options = |a: &str| match ACCELERATOR_OS.iter().find(|(name, _)| *name == a) {
+        Some((_, only)) => only.len(),
+        None => 1 + OS_VERSIONS.len(),
+    };
+    let services = |a: &str| 1 + SERVICES.iter().filter(|(_, accs)| accs.contains(&a)).count();
+    let workload: usize = ACCELERATORS
+        .iter()
+        .map(|a| os_options(a) * services(a) * INTENTS.len())
+        .sum();
+    workload + SELF_CONTAINED.len() * (1 + OS_VERSIONS.len())
+}
 
 #[test]
 fn the_manifest_ships_the_rows_of_this_table() {
     let m = Embedded::embedded().manifest;
     assert_eq!(m.accelerators, ACCELERATORS);
     assert_eq!(m.intents, INTENTS);
-    assert_eq!(m.services.keys().collect::<Vec<_>>(), SERVICES);
+    let services: Vec<(&str, Vec<&str>)> = m
+        .services
+        .iter()
+        .map(|(name, s)| {
+            let accs = s.accelerators.iter().flatten().map(String::as_str).collect();
+            (name.as_str(), accs)
+        })
+        .collect();
+    let table: Vec<(&str, Vec<&str>)> = SERVICES.iter().map(|(n, a)| (*n, a.to_vec())).collect();
+    assert_eq!(services, table);
     let oses: Vec<(&str, &str)> = m
         .os_versions
         .iter()
         .map(|o| (o.id.as_str(), o.version.as_str()))
         .collect();
     assert_eq!(oses, OS_VERSIONS);
-    let combos = nvidia_tuned::catalog().combinations();
-    assert_eq!(
-        combos.len(),
-        ACCELERATORS.len() * INTENTS.len() * (1 + SERVICES.len()) * (1 + OS_VERSIONS.len())
-    );
+    let only: Vec<(&str, Vec<(&str, &str)>)> = m
+        .accelerator_os
+        .iter()
+        .map(|(a, l)| {
+            (
+                a.as_str(),
+                l.iter().map(|o| (o.id.as_str(), o.version.as_str())).collect(),
+            )
+        })
+        .collect();
+    let table: Vec<(&str, Vec<(&str, &str)>)> = ACCELERATOR_OS.iter().map(|(a, l)| (*a, l.to_vec())).collect();
+    assert_eq!(only, table);
+    let contained: Vec<(&str, &str)> = m.self_contained.iter().map(|(a, p)| (a.as_str(), p.as_str())).collect();
+    assert_eq!(contained, SELF_CONTAINED);
+    assert_eq!(nvidia_tuned::catalog().combinations().len(), expected_count());
 }
 
 #[test]
@@ -54,12 +108,10 @@ fn every_combination_renders_validates_with_tuned_and_has_a_closed_include_chain
         let r = catalog.render(&choice).unwrap_or_else(|e| panic!("{choice:?}: {e}"));
         let names: Vec<&str> = r.profiles.iter().map(|p| p.name.as_str()).collect();
         assert_eq!(names[0], r.active, "{choice:?}: the chain starts at the active profile");
-        let base = if choice.service.as_deref() == Some("oci") && choice.accelerator == "gb300" {
-            "nvidia-gb300-noreboot-base"
-        } else {
-            "nvidia-base"
-        };
-        assert_eq!(names.last(), Some(&base), "{choice:?}: the chain ends at the base");
+        assert!(
+            names.last().is_some_and(|base| BASES.contains(base)),
+            "{choice:?}: the chain ends at a base: {names:?}"
+        );
         for p in &r.profiles {
             let conf = tuned::conf::Conf::parse(&p.text).unwrap_or_else(|e| panic!("{}: {e:?}", p.source));
             if let Some(inc) = conf.include() {
@@ -181,7 +233,7 @@ fn the_os_fallback_and_the_service_version_show_in_the_sources() {
         unknown
             .unwrap_err()
             .to_string()
-            .contains("supported: h100, gb200, gb300")
+            .contains("supported: h100, gb200, gb300, vr200, generic")
     );
 }
 

@@ -45,6 +45,31 @@ fn config_reconciling_to_another_intent_converges_after_a_kill() {
     campaign(&node, "config", "config-check");
 }
 
+/// A vr200 node on Ubuntu 26.04 with service rke2: the GRUB drop-in that appends the
+/// kernel arguments and the containerd drop-in, deployed and removed.
+fn rke2_vr200_node() -> Node {
+    let node = debian(None);
+    node.run("apply").expect_code(0);
+    node.file(
+        "/etc/os-release",
+        "NAME=\"Ubuntu\"\nVERSION_ID=\"26.04\"\nID=ubuntu\nID_LIKE=debian\n",
+    );
+    node.configmap("accelerator", "vr200").configmap("service", "rke2");
+    node
+}
+
+#[test]
+fn config_deploying_rke2_on_vr200_converges_after_a_kill() {
+    campaign(&rke2_vr200_node(), "config", "config-check");
+}
+
+#[test]
+fn uninstall_of_rke2_on_vr200_converges_after_a_kill() {
+    let node = rke2_vr200_node();
+    node.run("config").expect_code(0);
+    campaign(&node, "uninstall", "uninstall-check");
+}
+
 #[test]
 fn uninstall_converges_after_a_kill() {
     let node = configured_node();

@@ -200,12 +200,12 @@ fn bad_input_exits_2_listing_what_is_supported_and_leaves_the_node_unchanged() {
     let cases: &[(&[(&str, &str)], &str)] = &[
         (
             &[],
-            "configMap key \"accelerator\" is missing: set it to one of h100, gb200, gb300, auto",
+            "configMap key \"accelerator\" is missing: set it to one of h100, gb200, gb300, vr200, generic, auto",
         ),
         (&[("accelerator", " \n")], "configMap key \"accelerator\" is empty"),
         (
             &[("accelerator", "a100")],
-            "configMap key \"accelerator\" line 1 (\"a100\"): not in the catalog; supported: h100, gb200, gb300, auto",
+            "configMap key \"accelerator\" line 1 (\"a100\"): not in the catalog; supported: h100, gb200, gb300, vr200, generic, auto",
         ),
         (
             &[("accelerator", "h100"), ("intent", "training")],
@@ -213,7 +213,7 @@ fn bad_input_exits_2_listing_what_is_supported_and_leaves_the_node_unchanged() {
         ),
         (
             &[("accelerator", "h100"), ("service", "gke")],
-            "configMap key \"service\" line 1 (\"gke\"): not in the catalog; supported: eks",
+            "configMap key \"service\" line 1 (\"gke\"): not in the catalog; supported: aks, bcm, eks, oci, rke2",
         ),
         (
             &[("accelerator", "h100\nb200")],
@@ -408,7 +408,8 @@ fn validate_is_the_offline_check_lint_uses() {
     let bad = ConfigMaps::from_entries([("accelerator", "a100"), ("intent", "training")]);
     let e = nvidia_tuned::validate(&bad).unwrap_err().to_string();
     assert!(
-        e.contains("\"accelerator\" line 1 (\"a100\")") && e.contains("supported: h100, gb200, gb300, auto"),
+        e.contains("\"accelerator\" line 1 (\"a100\")")
+            && e.contains("supported: h100, gb200, gb300, vr200, generic, auto"),
         "{e}"
     );
     assert!(e.contains("\"intent\" line 1 (\"training\")"), "{e}");

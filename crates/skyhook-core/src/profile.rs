@@ -161,6 +161,12 @@ pub trait Catalog {
     fn combinations(&self) -> Vec<Selection>;
     /// The effective settings of `selection`.
     fn effective(&self, selection: &Selection) -> Result<Effective, CatalogError>;
+    /// `selection` as the catalog reads it, the way [`Catalog::combinations`] lists it:
+    /// unchanged by default; an accelerator that ignores intent and service
+    /// (nvidia-tuned's `generic`) gets the values its combinations carry.
+    fn normalized(&self, selection: &Selection) -> Selection {
+        selection.clone()
+    }
 }
 
 /// Why a catalog has no settings for a selection; every variant but

@@ -146,10 +146,10 @@ impl Kind {
         if !request.selections(catalog.as_ref()).is_empty() {
             return None;
         }
-        let ships: Vec<String> = catalog
+        let mut ships: Vec<String> = catalog
             .combinations()
             .iter()
-            .filter(|s| s.os.is_none() && (request.accelerator == "auto" || s.accelerator == request.accelerator))
+            .filter(|s| request.accelerator == "auto" || s.accelerator == request.accelerator)
             .map(|s| {
                 format!(
                     "{} {}{}",
@@ -161,6 +161,9 @@ impl Kind {
                 )
             })
             .collect();
+        // Each combination once, whichever OS versions ship it.
+        let mut seen = std::collections::BTreeSet::new();
+        ships.retain(|s| seen.insert(s.clone()));
         Some(format!(
             "configMap keys \"accelerator\" {:?}, \"intent\" {:?}, \"service\" {:?}: {} ships no such combination; it ships: {}",
             request.accelerator,
@@ -253,6 +256,15 @@ impl Kind {
     /// so no configInterrupt is asked of it.
     fn is_hardware_key(self, key: &str) -> bool {
         self == Kind::NvidiaTuned && key == "accelerator"
+    }
+
+    /// Whether what a change of `key` needs says nothing of the first installation:
+    /// nvidia-tuned's `intent` and `service` need a reboot when another value changes
+    /// the kernel arguments, while the first installation needs what the selected
+    /// combination needs, which the `accelerator` key carries (bcm's vr200 chain has no
+    /// kernel argument, though switching it to rke2 brings them).
+    fn is_change_only_key(self, key: &str) -> bool {
+        self == Kind::NvidiaTuned && matches!(key, "intent" | "service")
     }
 
     /// Whether the package's uninstall changes the node (so it must be enabled).
@@ -436,7 +448,9 @@ fn check_interrupts(at: &mut Report, kind: Kind, entry: &ScrEntry) {
             check_reboot_of_an_unknown_need(at, kind, entry, key);
             continue;
         };
-        overall.push(needed.clone());
+        if !kind.is_change_only_key(key) {
+            overall.push(needed.clone());
+        }
         if kind.is_hardware_key(key) {
             continue;
         }

@@ -199,7 +199,16 @@ impl Request<'_> {
             .combinations()
             .into_iter()
             .filter(|s| self.accelerator == AUTO || s.accelerator == self.accelerator)
-            .filter(|s| s.intent == self.intent && s.service.as_deref() == self.service)
+            .filter(|s| {
+                // As the catalog reads this request on that accelerator and OS (an
+                // accelerator that ignores intent and service matches whatever they are).
+                let asked = catalog.normalized(&Selection {
+                    intent: self.intent.to_string(),
+                    service: self.service.map(String::from),
+                    ..s.clone()
+                });
+                asked == *s
+            })
             .collect()
     }
 

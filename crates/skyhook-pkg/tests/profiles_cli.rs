@@ -160,3 +160,58 @@ fn unknown_values_exit_2_listing_what_is_supported() {
         assert!(out.stdout.is_empty(), "{args:?}");
     }
 }
+
+#[test]
+fn show_tells_the_later_upstream_combinations_and_where_vr200_exists() {
+    let nvidia = |rest: &[&str]| {
+        let mut args = vec!["show", "--package", "nvidia-tuned"];
+        args.extend_from_slice(rest);
+        profiles(&args)
+    };
+    let bcm = nvidia(&[
+        "--accelerator",
+        "vr200",
+        "--intent",
+        "inference",
+        "--service",
+        "bcm",
+        "--os",
+        "ubuntu:26.04",
+    ]);
+    assert_eq!(bcm.status.code(), Some(0), "{}", String::from_utf8_lossy(&bcm.stderr));
+    let text = stdout(&bcm);
+    assert!(text.contains("profile: bcm-vr200-inference\n"), "{text}");
+    assert!(
+        text.contains("needs a reboot: no"),
+        "bcm's vr200 chain has no kernel arguments:\n{text}"
+    );
+
+    let generic = nvidia(&["--accelerator", "generic", "--intent", "inference", "--service", "eks"]);
+    assert_eq!(
+        generic.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&generic.stderr)
+    );
+    assert!(
+        stdout(&generic).contains("profile: nvidia-generic\n"),
+        "{}",
+        stdout(&generic)
+    );
+
+    let elsewhere = nvidia(&[
+        "--accelerator",
+        "vr200",
+        "--intent",
+        "performance",
+        "--os",
+        "ubuntu:24.04",
+    ]);
+    assert_eq!(elsewhere.status.code(), Some(2));
+    let error = String::from_utf8_lossy(&elsewhere.stderr);
+    assert!(
+        error.contains("accelerator vr200 intent performance os ubuntu:24.04")
+            && error.contains("accelerator vr200 intent performance os ubuntu:26.04"),
+        "names the combination asked and where vr200 is shipped: {error}"
+    );
+}

@@ -1,0 +1,272 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The later upstream combinations on simulated nodes (tuned's stand-ins): vr200 on
+//! Ubuntu 26.04 only, bcm's bootloader-free vr200 chain, aks and rke2 with their files,
+//! `generic` ignoring intent and service; each refusal exits 2 with the node unchanged,
+//! and uninstall gives back the node as it was.
+
+#[path = "../../tuned/tests/common/mod.rs"]
+mod common;
+
+use common::*;
+use skyhook_core::os::distro::fixtures;
+use skyhook_testkit::{Node, Tree};
+
+const UBUNTU_2604: &str = "PRETTY_NAME=\"Ubuntu 26.04 LTS\"\nNAME=\"Ubuntu\"\nVERSION_ID=\"26.04\"\nID=ubuntu\nID_LIKE=debian\nUBUNTU_CODENAME=resolute\n";
+
+const RKE2_DROP_IN: &str = "/etc/default/grub.d/99-nvidia-tuned-cmdline.cfg";
+const EKS_AKS_DROP_IN: &str = "/etc/default/grub.d/99_tuned.cfg";
+const MAC_POLICY: &str = "/etc/systemd/network/99-default.link.d/mac-address-policy.conf";
+const CONTAINERD: &str = "/etc/systemd/system/containerd.service.d/containerd.conf";
+
+/// A node with tuned 2.21 running, `os_release`, configMap `keys`.
+fn node(os_release: &str, keys: &[(&str, &str)]) -> Node {
+    let node = debian(Some("2.21.0"));
+    node.file("/etc/os-release", os_release);
+    for (k, v) in keys {
+        node.configmap(k, v);
+    }
+    node
+}
+
+fn profile(node: &Node, name: &str) -> Option<String> {
+    node.read(&format!("/etc/tuned/{name}/tuned.conf"))
+}
+
+/// Whether a line of `text` (comments aside) starts with `prefix`: a section or option.
+fn has(text: &str, prefix: &str) -> bool {
+    text.lines().any(|l| l.trim_start().starts_with(prefix))
+}
+
+/// The profile names deployed under /etc/tuned (tuned's own files aside).
+fn deployed(node: &Node) -> Vec<String> {
+    let mut names: Vec<String> = std::fs::read_dir(node.path("/etc/tuned"))
+        .unwrap()
+        .flatten()
+        .filter(|e| e.path().join("tuned.conf").exists())
+        .map(|e| e.file_name().to_string_lossy().into_owned())
+        .collect();
+    names.sort();
+    names
+}
+
+#[test]
+fn vr200_on_ubuntu_26_04_deploys_its_chain_with_the_kernel_arguments() {
+    let node = node(UBUNTU_2604, &[("accelerator", "vr200"), ("intent", "inference")]);
+    node.run("config")
+        .expect_code(0)
+        .expect_output("overrides in profiles/os/ubuntu/26.04/ apply")
+        .expect_output("interrupt needed: {type: reboot}");
+    assert_eq!(
+        deployed(&node),
+        ["nvidia-base", "nvidia-vr200-inference", "nvidia-vr200-performance"]
+    );
+    let inference = profile(&node, "nvidia-vr200-inference").unwrap();
+    assert!(
+        inference.contains("hugepages=8192 default_hugepagesz=2M"),
+        "{inference}"
+    );
+    assert!(!has(&inference, "kernel.sched_"), "26.04's kernel has no CFS keys");
+    assert_eq!(node.read(CONTAINERD).unwrap(), "[Service]\nLimitSTACK=67108864\n");
+    node.run("config-check").expect_code(0);
+}
+
+#[test]
+fn vr200_elsewhere_is_bad_input_naming_the_os_found_and_where_it_is_supported() {
+    for (os_release, found) in [
+        (fixtures::UBUNTU_2404, "ubuntu 24.04"),
+        (fixtures::DEBIAN_12, "debian 12"),
+    ] {
+        let node = node(os_release, &[("accelerator", "vr200")]);
+        let before = node.snapshot();
+        node.run("config").expect_code(2).expect_output(&format!(
+            "configMap key \"accelerator\": accelerator \"vr200\" is supported only on ubuntu 26.04; this node runs {found}"
+        ));
+        before.assert_same(&node.snapshot());
+        node.run("config-check").expect_code(2);
+    }
+}
+
+#[test]
+fn bcm_runs_vr200_on_the_bootloader_free_chain_so_no_reboot_is_needed() {
+    let node = node(
+        UBUNTU_2604,
+        &[("accelerator", "vr200"), ("intent", "inference"), ("service", "bcm")],
+    );
+    node.run("config")
+        .expect_code(0)
+        .expect_output("bcm-vr200-inference (service/bcm/service.conf) → nvidia-vr200-inference (service/bcm/nvidia-vr200-inference.conf) → nvidia-vr200-noreboot-base (os/ubuntu/26.04/nvidia-vr200-noreboot-base.conf)")
+        .expect_output("interrupt needed: {type: service, services: [containerd]}");
+    assert_eq!(
+        deployed(&node),
+        [
+            "bcm-vr200-inference",
+            "nvidia-vr200-inference",
+            "nvidia-vr200-noreboot-base"
+        ]
+    );
+    for name in deployed(&node) {
+        assert!(!has(&profile(&node, &name).unwrap(), "[bootloader]"), "{name}");
+    }
+    assert!(!node.exists(RKE2_DROP_IN) && !node.exists(EKS_AKS_DROP_IN));
+    assert_eq!(node.read(CONTAINERD).unwrap(), "[Service]\nLimitSTACK=67108864\n");
+    node.run("config-check").expect_code(0);
+}
+
+#[test]
+fn a_service_without_profiles_for_the_accelerator_is_bad_input_listing_those_it_has() {
+    let cases: &[(&str, &[(&str, &str)], &str)] = &[
+        (
+            fixtures::UBUNTU_2404,
+            &[("accelerator", "h100"), ("service", "bcm")],
+            "configMap key \"service\": service \"bcm\" has no profiles for accelerator \"h100\"; with bcm the catalog supports: vr200",
+        ),
+        (
+            UBUNTU_2604,
+            &[("accelerator", "vr200"), ("service", "eks")],
+            "service \"eks\" has no profiles for accelerator \"vr200\"; with eks the catalog supports: h100, gb200, gb300",
+        ),
+        (
+            fixtures::UBUNTU_2404,
+            &[("accelerator", "gb200"), ("service", "aks")],
+            "with aks the catalog supports: h100",
+        ),
+    ];
+    for (os_release, keys, reason) in cases {
+        let node = node(os_release, keys);
+        let before = node.snapshot();
+        node.run("config").expect_code(2).expect_output(reason);
+        before.assert_same(&node.snapshot());
+    }
+}
+
+#[test]
+fn generic_ignores_intent_and_service_says_so_and_deploys_its_one_profile() {
+    let node = node(
+        fixtures::UBUNTU_2404,
+        &[("accelerator", "generic"), ("intent", "inference"), ("service", "eks")],
+    );
+    node.run("config")
+        .expect_code(0)
+        .expect_output("configMap key \"intent\" (\"inference\") is ignored: accelerator generic uses the self-contained profile nvidia-generic")
+        .expect_output("configMap key \"service\" (\"eks\") is ignored")
+        .expect_output("interrupt needed: none");
+    assert_eq!(deployed(&node), ["nvidia-generic"]);
+    assert_eq!(node.read("/etc/tuned/active_profile").unwrap(), "nvidia-generic\n");
+    assert!(!profile(&node, "nvidia-generic").unwrap().contains("include="));
+    assert!(
+        !node.exists(MAC_POLICY) && !node.exists(EKS_AKS_DROP_IN),
+        "no eks files"
+    );
+    node.run("config-check").expect_code(0);
+
+    // Values the catalog lacks are ignored too; a value of two words is still malformed.
+    let odd = self::node(
+        fixtures::UBUNTU_2404,
+        &[("accelerator", "generic"), ("intent", "training")],
+    );
+    odd.run("config")
+        .expect_code(0)
+        .expect_output("(\"training\") is ignored");
+    let broken = self::node(fixtures::UBUNTU_2404, &[("accelerator", "generic"), ("intent", "a b")]);
+    broken
+        .run("config")
+        .expect_code(2)
+        .expect_output("configMap key \"intent\" line 1 (\"b\"): the value must be one word");
+}
+
+#[test]
+fn aks_wraps_its_own_h100_inference_and_deploys_the_mac_policy_and_grub_snippet() {
+    let node = node(
+        fixtures::UBUNTU_2404,
+        &[("accelerator", "h100"), ("intent", "inference"), ("service", "aks")],
+    );
+    node.run("config")
+        .expect_code(0)
+        .expect_output("interrupt needed: {type: reboot}");
+    assert_eq!(node.read("/etc/tuned/active_profile").unwrap(), "aks-h100-inference\n");
+    let wrapper = profile(&node, "aks-h100-inference").unwrap();
+    assert!(wrapper.contains("[main]\ninclude=nvidia-h100-inference\n"), "{wrapper}");
+    let workload = profile(&node, "nvidia-h100-inference").unwrap();
+    assert!(workload.contains("NVIDIA H100 inference for AKS"), "{workload}");
+    assert!(!has(&workload, "cmdline_isolcpus") && !has(&workload, "kernel.sched_"));
+    assert_eq!(node.read(MAC_POLICY).unwrap(), "[Link]\nMACAddressPolicy=none\n");
+    assert!(node.read(EKS_AKS_DROP_IN).unwrap().contains("TUNED_BOOT_CMDLINE"));
+    assert!(!node.exists(RKE2_DROP_IN));
+    node.run("config-check").expect_code(0);
+}
+
+#[test]
+fn rke2_keeps_the_kernel_arguments_and_its_grub_drop_in_appends_them() {
+    let node = node(fixtures::UBUNTU_2404, &[("accelerator", "gb200"), ("service", "rke2")]);
+    node.run("config")
+        .expect_code(0)
+        .expect_output("99-nvidia-tuned-cmdline.cfg takes effect at the next update-grub")
+        .expect_output("interrupt needed: {type: reboot}");
+    assert_eq!(
+        node.read("/etc/tuned/active_profile").unwrap(),
+        "rke2-gb200-performance\n"
+    );
+    assert!(has(
+        &profile(&node, "nvidia-gb200-performance").unwrap(),
+        "[bootloader]"
+    ));
+    let drop_in = node.read(RKE2_DROP_IN).unwrap();
+    assert!(
+        drop_in.contains("GRUB_CMDLINE_LINUX_DEFAULT=\"${GRUB_CMDLINE_LINUX_DEFAULT} ${TUNED_BOOT_CMDLINE}\""),
+        "appends to the platform's arguments: {drop_in}"
+    );
+    assert!(!node.exists(EKS_AKS_DROP_IN) && !node.exists(MAC_POLICY));
+    node.run("config-check").expect_code(0);
+
+    // Reconcile to eks: rke2's drop-in goes, eks's files come, the kernel arguments stay.
+    node.configmap("service", "eks");
+    node.run("config")
+        .expect_code(0)
+        .expect_output("interrupt needed: {type: reboot}");
+    assert!(!node.exists(RKE2_DROP_IN), "rke2's drop-in removed on reconcile");
+    assert!(node.exists(EKS_AKS_DROP_IN) && node.exists(MAC_POLICY));
+    assert!(!node.exists("/etc/tuned/rke2-gb200-performance"));
+    node.run("config-check").expect_code(0);
+}
+
+/// Installs and configures `keys` on `os_release`, uninstalls, and requires the node
+/// as it was before install (tuned's own state aside).
+fn uninstall_is_exact(os_release: &str, keys: &[(&str, &str)]) {
+    let node = debian(None);
+    node.file("/etc/os-release", os_release);
+    node.file("/etc/tuned/tuned-main.conf", "daemon = 1\nreapply_sysctl = 1\n");
+    for dir in [
+        "/etc/systemd/system/multi-user.target.wants",
+        "/etc/default/grub.d",
+        "/usr/lib",
+        "/usr/sbin",
+        "/var/lib",
+        "/var/log",
+        "/run",
+    ] {
+        std::fs::create_dir_all(node.path(dir)).unwrap();
+    }
+    let tuned_own = [
+        "etc/tuned/active_profile",
+        "etc/tuned/profile_mode",
+        "run/tuned",
+        "var/log/tuned",
+    ];
+    let before = Tree::of_except(&node.path("/"), &tuned_own);
+    for (k, v) in keys {
+        node.configmap(k, v);
+    }
+    node.run("apply").expect_code(0);
+    node.run("config").expect_code(0);
+    node.run("uninstall").expect_code(0);
+    node.run("uninstall-check").expect_code(0);
+    before.assert_same(&Tree::of_except(&node.path("/"), &tuned_own));
+}
+
+#[test]
+fn uninstall_gives_back_the_node_for_each_new_service_and_accelerator() {
+    uninstall_is_exact(UBUNTU_2604, &[("accelerator", "vr200"), ("service", "rke2")]);
+    uninstall_is_exact(UBUNTU_2604, &[("accelerator", "vr200"), ("service", "bcm")]);
+    uninstall_is_exact(fixtures::UBUNTU_2404, &[("accelerator", "h100"), ("service", "aks")]);
+    uninstall_is_exact(fixtures::UBUNTU_2404, &[("accelerator", "generic")]);
+}
