@@ -18,6 +18,15 @@ use crate::catalog::Catalog;
 fn names(catalog: &Catalog) -> BTreeSet<String> {
     let m = &catalog.manifest;
     let mut out: BTreeSet<String> = catalog.base_profiles().into_iter().collect();
+    // Every profile of the catalog (nvidia-generic, nvidia-vr200-noreboot-base, …),
+    // which the bash package copied whichever the combination.
+    out.extend(
+        catalog
+            .paths()
+            .filter_map(|p| p.strip_prefix("profiles/")?.strip_suffix(".conf")?.rsplit('/').next())
+            .filter(|name| *name != "service")
+            .map(String::from),
+    );
     for a in &m.accelerators {
         for i in &m.intents {
             out.insert(format!("nvidia-{a}-{i}"));

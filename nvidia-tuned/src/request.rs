@@ -5,7 +5,7 @@
 //! word. Every problem is listed, naming the key, the line and an excerpt. A
 //! self-contained accelerator (`generic`) ignores `intent` and `service`.
 
-use skyhook_core::error::{bad_line, excerpt};
+use skyhook_core::error::excerpt;
 use skyhook_core::{ConfigMaps, Error, Result};
 
 use crate::catalog::Manifest;
@@ -30,27 +30,16 @@ pub struct Request {
     pub service: Option<String>,
 }
 
-/// The single word of `key`, `None` when absent or blank; a value of several words
-/// is a problem naming the line.
+/// The single word of `key` (`ConfigMaps::word`), `None` when absent or blank; a
+/// malformed value is a problem of the list.
 fn word(configmaps: &ConfigMaps, key: &str, problems: &mut Vec<String>) -> Result<Option<String>> {
-    let text = match configmaps.text(key) {
-        Ok(Some(t)) => t,
-        Ok(None) => return Ok(None),
+    match configmaps.word(key) {
+        Ok(w) => Ok(w.filter(|w| !w.is_empty()).map(String::from)),
         Err(Error::Input(mut p)) => {
             problems.append(&mut p);
-            return Ok(None);
-        }
-        Err(e) => return Err(e),
-    };
-    let words: Vec<&str> = text.split_whitespace().collect();
-    match words.as_slice() {
-        [] => Ok(None),
-        [one] => Ok(Some((*one).to_string())),
-        [_, second, ..] => {
-            let line = text.lines().position(|l| l.contains(second)).unwrap_or(0) + 1;
-            problems.push(bad_line(key, line, second, "the value must be one word"));
             Ok(None)
         }
+        Err(e) => Err(e),
     }
 }
 

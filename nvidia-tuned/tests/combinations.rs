@@ -18,6 +18,9 @@ const EKS_AKS_DROP_IN: &str = "/etc/default/grub.d/99_tuned.cfg";
 const MAC_POLICY: &str = "/etc/systemd/network/99-default.link.d/mac-address-policy.conf";
 const CONTAINERD: &str = "/etc/systemd/system/containerd.service.d/containerd.conf";
 
+/// ConfigMap keys and values.
+type Keys<'a> = &'a [(&'a str, &'a str)];
+
 /// A node with tuned 2.21 running, `os_release`, configMap `keys`.
 fn node(os_release: &str, keys: &[(&str, &str)]) -> Node {
     let node = debian(Some("2.21.0"));
@@ -114,7 +117,7 @@ fn bcm_runs_vr200_on_the_bootloader_free_chain_so_no_reboot_is_needed() {
 
 #[test]
 fn a_service_without_profiles_for_the_accelerator_is_bad_input_listing_those_it_has() {
-    let cases: &[(&str, &[(&str, &str)], &str)] = &[
+    let cases: &[(&str, Keys, &str)] = &[
         (
             fixtures::UBUNTU_2404,
             &[("accelerator", "h100"), ("service", "bcm")],

@@ -302,6 +302,12 @@ fn a_node_the_bash_version_configured_keeps_only_this_packages_files_and_uninsta
         "/etc/tuned/eks-h100-inference/tuned.conf",
         "/etc/tuned/eks-h100-inference/script.sh",
         "/etc/tuned/eks-h100-inference/bootloader.sh",
+        // Later bash versions (0.4–0.9) copied these too.
+        "/etc/tuned/nvidia-generic/tuned.conf",
+        "/etc/tuned/nvidia-vr200-noreboot-base/tuned.conf",
+        "/etc/tuned/nvidia-vr200-noreboot-base/containerd_service.sh",
+        "/etc/tuned/aks-h100-inference/script.sh",
+        "/etc/tuned/aks-h100-inference/mac-address-policy.sh",
     ];
     for path in bash {
         node.file(path, "[main]\nsummary=bash nvidia-tuned\n");
@@ -314,6 +320,9 @@ fn a_node_the_bash_version_configured_keeps_only_this_packages_files_and_uninsta
         "/usr/lib/tuned/nvidia-base",
         "/etc/tuned/nvidia-gb200-performance",
         "/etc/tuned/eks-h100-inference/script.sh",
+        "/etc/tuned/nvidia-generic",
+        "/etc/tuned/nvidia-vr200-noreboot-base",
+        "/etc/tuned/aks-h100-inference",
     ] {
         assert!(!node.exists(gone), "{gone} removed");
     }

@@ -21,7 +21,7 @@ const NAMES: &[Row] = &[
     ("blank", b" \n\t\n", "is empty"),
     ("NUL byte", b"h100\0", ""),
     ("not UTF-8", b"h100\xff\xfe", ""),
-    ("two names", b"h100\ngb200\n", "not one name"),
+    ("two names", b"h100\ngb200\n", "the value must be one word"),
     ("shell metacharacters", b"h100;reboot", "h100;reboot"),
     ("path traversal", b"../../etc/shadow", "../../etc/shadow"),
     ("glob", b"*", "*"),

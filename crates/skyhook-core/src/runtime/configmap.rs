@@ -242,6 +242,26 @@ impl ConfigMaps {
         }
     }
 
+    /// The one word `key` holds, trimmed (as a shell's `xargs` reads it): `None` when
+    /// the key is absent, `Some("")` when its value is blank. A value of more than one
+    /// word is bad input naming the key, the line of the second word and an excerpt of
+    /// it; a value that is not UTF-8 is refused as [`ConfigMaps::text`] refuses it.
+    pub fn word(&self, key: &str) -> Result<Option<&str>> {
+        let Some(text) = self.text(key)? else {
+            return Ok(None);
+        };
+        let mut words = text.split_whitespace();
+        let first = words.next().unwrap_or_default();
+        match words.next() {
+            None => Ok(Some(first)),
+            Some(second) => {
+                let offset = second.as_ptr() as usize - text.as_ptr() as usize;
+                let line = text[..offset].matches('\n').count() + 1;
+                Err(Error::bad_line(key, line, second, "the value must be one word"))
+            }
+        }
+    }
+
     /// All keys, sorted.
     pub fn keys(&self) -> impl Iterator<Item = &str> {
         self.entries.keys().map(String::as_str)
@@ -377,6 +397,29 @@ mod tests {
         let e = ConfigMaps::load(d.path()).unwrap_err();
         assert_eq!(e.exit_code(), 2);
         assert!(e.to_string().contains("\"bad key\""), "{e}");
+    }
+
+    #[test]
+    fn a_word_is_trimmed_and_a_second_word_is_refused_naming_its_line() {
+        let cm = ConfigMaps::from_entries([
+            ("one", " gb200\n"),
+            ("blank", " \n\t"),
+            ("two", "h100\n  gb200\n"),
+            ("same", "a a"),
+        ]);
+        assert_eq!(cm.word("one").unwrap(), Some("gb200"));
+        assert_eq!(cm.word("blank").unwrap(), Some(""));
+        assert_eq!(cm.word("absent").unwrap(), None);
+        assert_eq!(
+            cm.word("two").unwrap_err().to_string(),
+            "configMap key \"two\" line 2 (\"gb200\"): the value must be one word"
+        );
+        assert!(cm.word("same").unwrap_err().to_string().contains("line 1 (\"a\")"));
+        let binary = ConfigMaps::from_entries([("bad", b"h1\xff0".to_vec())]);
+        assert!(
+            cm.word("bad").unwrap().is_none()
+                && binary.word("bad").unwrap_err().to_string().contains("not valid UTF-8")
+        );
     }
 
     #[test]
