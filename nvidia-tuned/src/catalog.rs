@@ -127,6 +127,9 @@ pub struct HostSteps {
     /// Whether the IOMMU passthrough workaround applies.
     #[serde(default)]
     pub iommu_passthrough: bool,
+    /// Whether IPv6 is re-enabled on the RDMA VFs that exist at config.
+    #[serde(default)]
+    pub rdma_vf_ipv6: bool,
 }
 
 /// The files of the RDMA VF boot gate, under `catalog/files/`.
@@ -159,12 +162,18 @@ pub struct HostAssets {
     pub pcie_acs: bool,
     /// Whether the IOMMU passthrough workaround applies.
     pub iommu_passthrough: bool,
+    /// Whether IPv6 is re-enabled on the RDMA VFs that exist at config.
+    pub rdma_vf_ipv6: bool,
 }
 
 impl HostAssets {
     /// Whether the selection ships no host step.
     pub fn is_empty(&self) -> bool {
-        self.nccl_topo.is_none() && self.rdma_vfs_ready.is_none() && !self.pcie_acs && !self.iommu_passthrough
+        self.nccl_topo.is_none()
+            && self.rdma_vfs_ready.is_none()
+            && !self.pcie_acs
+            && !self.iommu_passthrough
+            && !self.rdma_vf_ipv6
     }
 }
 
@@ -481,6 +490,7 @@ impl Catalog {
             rdma_vfs_ready,
             pcie_acs: steps.pcie_acs,
             iommu_passthrough: steps.iommu_passthrough,
+            rdma_vf_ipv6: steps.rdma_vf_ipv6,
         })
     }
 

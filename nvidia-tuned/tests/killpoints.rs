@@ -80,6 +80,7 @@ fn uninstall_converges_after_a_kill() {
 #[test]
 fn config_of_the_oci_host_steps_converges_after_a_kill() {
     let node = oci_node::gb300_oci();
+    oci_node::interface(&node, "rdma0v0", true, "mlx5_core");
     campaign(&node, "config", "config-check");
 }
 

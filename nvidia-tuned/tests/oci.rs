@@ -318,3 +318,23 @@ fn uninstall_removes_the_enablement_link_of_a_unit_file_removed_by_hand() {
     );
     node.run("uninstall-check").expect_code(0);
 }
+
+#[test]
+fn ipv6_comes_back_on_the_mlx5_vfs_that_exist_and_nowhere_else() {
+    let node = gb300_oci();
+    interface(&node, "rdma0v0", true, "mlx5_core");
+    interface(&node, "rdma0", false, "mlx5_core");
+    interface(&node, "eth0v0", true, "iavf");
+    node.run("config")
+        .expect_code(0)
+        .expect_output("rdma-vf-ipv6: re-enabled IPv6 on RDMA VF rdma0v0");
+    let conf = |iface: &str, key: &str| node.read(&format!("/proc/sys/net/ipv6/conf/{iface}/{key}")).unwrap();
+    assert_eq!(
+        (conf("rdma0v0", "disable_ipv6"), conf("rdma0v0", "accept_ra")),
+        ("0\n".into(), "1\n".into())
+    );
+    for other in ["rdma0", "eth0v0"] {
+        assert_eq!(conf(other, "disable_ipv6"), "1\n", "{other} is not an mlx5 VF");
+    }
+    assert_eq!(calls_of(&node, "ip"), ["ip link set rdma0v0 up"]);
+}

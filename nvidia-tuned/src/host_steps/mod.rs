@@ -3,7 +3,8 @@
 //! (nodewright-packages' `oci` × `gb300`, #108/#111 and 0.8.0), one module per step:
 //! [`nccl_topo`] the NCCL topology file at `TOPO_PATH`, [`rdma_vfs_ready`] the RDMA VF
 //! boot gate, [`pcie_acs`] the PCIe ACS correction through the node's `rdma_topo`,
-//! [`iommu_passthrough`] the IOMMU passthrough workaround; [`switches`] reads their
+//! [`iommu_passthrough`] the IOMMU passthrough workaround, [`rdma_vf_ipv6`] IPv6 on the
+//! RDMA VFs that exist already; [`switches`] reads their
 //! environment, [`ledger`] records what they changed.
 //!
 //! [`Plan::read`] validates everything (switches, `TOPO_PATH` not under a link, the
@@ -16,6 +17,7 @@ pub mod iommu_passthrough;
 pub mod ledger;
 pub mod nccl_topo;
 pub mod pcie_acs;
+pub mod rdma_vf_ipv6;
 pub mod rdma_vfs_ready;
 pub mod switches;
 
@@ -144,6 +146,9 @@ pub fn apply(step: &Step, plan: &Plan) -> Result<Interrupt> {
     });
     needs = needs.combine(iommu_passthrough::apply(&mut ledger, plan.iommu_wanted)?);
     regenerate_if_owed(step, &mut ledger)?;
+    if plan.assets.rdma_vf_ipv6 {
+        rdma_vf_ipv6::apply(&step.host)?;
+    }
     Ok(needs)
 }
 

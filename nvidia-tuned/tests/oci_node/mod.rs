@@ -78,7 +78,8 @@ pub fn fresh_gb300_oci() -> Node {
 pub fn on_oci(node: Node, keys: &[(&str, &str)]) -> Node {
     node.stand_in("systemctl", &systemctl_sh())
         .stand_in("rdma_topo", RDMA_TOPO_SH)
-        .stand_in("update-grub", UPDATE_GRUB_SH);
+        .stand_in("update-grub", UPDATE_GRUB_SH)
+        .stand_in("ip", "exit 0");
     node.file("/proc/sys/kernel/osrelease", "6.8.0-1021-oracle\n")
         .file("/proc/cmdline", "BOOT_IMAGE=/vmlinuz ro iommu.passthrough=1\n")
         .file("/etc/default/grub.d/50-cloudimg-settings.cfg", "GRUB_TIMEOUT=0\n");
@@ -116,4 +117,21 @@ pub const TUNED_OWN: &[&str] = &[
 
 pub fn tree(node: &Node) -> Tree {
     Tree::of_except(&node.path("/"), TUNED_OWN)
+}
+
+/// Adds network interface `iface` to the node: a VF (`physfn`) or not, bound to
+/// `driver`, with IPv6 off on it.
+pub fn interface(node: &Node, iface: &str, vf: bool, driver: &str) {
+    let device = node.path(&format!("/sys/bus/pci/devices/{iface}"));
+    std::fs::create_dir_all(&device).unwrap();
+    if vf {
+        std::fs::write(device.join("physfn"), "").unwrap();
+    }
+    std::os::unix::fs::symlink(format!("../../../bus/pci/drivers/{driver}"), device.join("driver")).unwrap();
+    let net = node.path(&format!("/sys/class/net/{iface}"));
+    std::fs::create_dir_all(&net).unwrap();
+    // Relative, as sysfs links are (an absolute one would leave the scratch root).
+    std::os::unix::fs::symlink(format!("../../../bus/pci/devices/{iface}"), net.join("device")).unwrap();
+    node.file(&format!("/proc/sys/net/ipv6/conf/{iface}/disable_ipv6"), "1\n")
+        .file(&format!("/proc/sys/net/ipv6/conf/{iface}/accept_ra"), "0\n");
 }
