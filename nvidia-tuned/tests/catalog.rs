@@ -216,11 +216,16 @@ fn the_os_fallback_and_the_service_version_show_in_the_sources() {
         source_of(&sel(None, ("ubuntu", "22.04")), "cmdline_hugepages").unwrap(),
         "nvidia-h100-inference (os/ubuntu/22.04/nvidia-h100-inference.conf)"
     );
-    assert_eq!(source_of(&sel(None, ("ubuntu", "22.04")), "cmdline_isolcpus"), None);
     assert_eq!(
-        source_of(&sel(None, ("rhel", "9.4")), "cmdline_isolcpus").unwrap(),
+        source_of(&sel(None, ("ubuntu", "22.04")), "kernel.sched_latency_ns").unwrap(),
+        "nvidia-h100-inference (os/ubuntu/22.04/nvidia-h100-inference.conf)"
+    );
+    assert_eq!(
+        source_of(&sel(None, ("rhel", "9.4")), "cmdline_hugepages").unwrap(),
         "nvidia-h100-inference (os/common/nvidia-h100-inference.conf)"
     );
+    assert_eq!(source_of(&sel(None, ("rhel", "9.4")), "kernel.sched_latency_ns"), None);
+    assert_eq!(source_of(&sel(None, ("rhel", "9.4")), "cmdline_isolcpus"), None);
     assert_eq!(
         source_of(&sel(Some("eks"), ("ubuntu", "24.04")), "kernel.sched_latency_ns"),
         None

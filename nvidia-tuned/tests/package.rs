@@ -69,12 +69,20 @@ fn the_os_override_applies_on_ubuntu_22_04_and_the_common_profile_elsewhere() {
     node.run("config")
         .expect_output("overrides in profiles/os/ubuntu/22.04/ apply");
     let inference = profile(&node, "nvidia-gb200-inference").unwrap();
-    assert!(!inference.contains("isolcpus"), "22.04's override has no CPU isolation");
+    assert!(
+        inference.contains("\nkernel.sched_latency_ns=") && inference.contains("\nvm.max_map_count=262144"),
+        "22.04's override has the CFS keys and the map count: {inference}"
+    );
 
     let other = self::node(&[("accelerator", "gb200"), ("intent", "inference")]);
     other.file("/etc/os-release", fixtures::DEBIAN_12);
     other.run("config").expect_output("the catalog has no override for it");
-    assert!(profile(&other, "nvidia-gb200-inference").unwrap().contains("isolcpus"));
+    let common = profile(&other, "nvidia-gb200-inference").unwrap();
+    assert!(
+        common.contains("default_hugepagesz=2M") && !common.contains("\nkernel.sched_latency_ns="),
+        "{common}"
+    );
+    assert!(!common.contains("cmdline_isolcpus"), "no CPU isolation (upstream #96)");
 }
 
 #[test]

@@ -2,8 +2,9 @@
 //! nvidia-tuned in a Debian root with Debian's real tuned: apply installs tuned from
 //! the mirror; config deploys an H100 profile chain (named in the configMap), then a
 //! GB200 one chosen by `accelerator: auto` from the node's GFD label, reconciling the
-//! H100 chain away; `tuned-adm list` shows the deployed profiles, each file is the
-//! catalog's text; uninstall leaves the root as it was.
+//! H100 chain away, then `generic`'s one self-contained profile (intent and service
+//! ignored); `tuned-adm list` shows the deployed profiles, each file is the catalog's
+//! text; uninstall leaves the root as it was.
 
 use nvidia_tuned::catalog::{Catalog, Choice, OsEntry};
 
@@ -111,8 +112,28 @@ fn nvidia_tuned_h100_then_gb200_from_its_label_on(arch: Arch) {
         assert!(!node.exists(&format!("/etc/tuned/{name}")), "{name} left behind");
     }
 
+    // accelerator generic: its one self-contained profile replaces the GB200 chain, the
+    // intent and service given are ignored (and said to be).
+    let generic = [
+        "--configmap",
+        "accelerator=generic",
+        "--configmap",
+        "intent=inference",
+        "--configmap",
+        "service=eks",
+    ];
+    node.run("nvidia-tuned", &[&["config"][..], &generic].concat())
+        .expect_ok()
+        .expect_output("configMap key \"service\" (\"eks\") is ignored");
+    let generic_chain = chain(&node, "generic");
+    assert_eq!(generic_chain.len(), 1, "nvidia-generic includes nothing");
+    expect_deployed(&node, &generic_chain);
+    for name in ["nvidia-gb200-performance", "nvidia-base"] {
+        assert!(!node.exists(&format!("/etc/tuned/{name}")), "{name} left behind");
+    }
+
     // The configMap comes with uninstall too (config.json expects `accelerator`).
-    node.run("nvidia-tuned", &[&["uninstall"][..], &gb200].concat())
+    node.run("nvidia-tuned", &[&["uninstall"][..], &generic].concat())
         .expect_ok();
     before.assert_same(&node.snapshot(&ignore));
 }
