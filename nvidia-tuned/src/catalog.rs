@@ -130,6 +130,19 @@ pub struct HostSteps {
     /// Whether IPv6 is re-enabled on the RDMA VFs that exist at config.
     #[serde(default)]
     pub rdma_vf_ipv6: bool,
+    /// DOCA Spectrum-X congestion control: its unit template and udev rule.
+    #[serde(default)]
+    pub spcx_cc: Option<SpcxSources>,
+}
+
+/// The files of SPCX congestion control, under `catalog/files/`.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct SpcxSources {
+    /// The unit template (`doca-spcx-cc@.service`).
+    pub unit: String,
+    /// The udev rule.
+    pub rules: String,
 }
 
 /// The files of the RDMA VF boot gate, under `catalog/files/`.
@@ -164,6 +177,8 @@ pub struct HostAssets {
     pub iommu_passthrough: bool,
     /// Whether IPv6 is re-enabled on the RDMA VFs that exist at config.
     pub rdma_vf_ipv6: bool,
+    /// SPCX congestion control's unit template and udev rule.
+    pub spcx_cc: Option<(Asset, Asset)>,
 }
 
 impl HostAssets {
@@ -174,6 +189,7 @@ impl HostAssets {
             && !self.pcie_acs
             && !self.iommu_passthrough
             && !self.rdma_vf_ipv6
+            && self.spcx_cc.is_none()
     }
 }
 
@@ -485,12 +501,17 @@ impl Catalog {
             Some(g) => Some((self.asset(&g.unit, by)?, self.asset(&g.helper, by)?)),
             None => None,
         };
+        let spcx_cc = match &steps.spcx_cc {
+            Some(s) => Some((self.asset(&s.unit, by)?, self.asset(&s.rules, by)?)),
+            None => None,
+        };
         Ok(HostAssets {
             nccl_topo,
             rdma_vfs_ready,
             pcie_acs: steps.pcie_acs,
             iommu_passthrough: steps.iommu_passthrough,
             rdma_vf_ipv6: steps.rdma_vf_ipv6,
+            spcx_cc,
         })
     }
 

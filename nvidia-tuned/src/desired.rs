@@ -20,6 +20,8 @@ pub struct Desired {
     pub choice: Choice,
     /// The rendered profiles and files.
     pub rendered: Rendered,
+    /// Whether SPCX congestion control is wanted (the `spcx_cc` key).
+    pub spcx_cc: bool,
 }
 
 impl Desired {
@@ -65,7 +67,11 @@ impl Desired {
             rendered.active,
             chain.join(" → ")
         );
-        Ok(Desired { choice, rendered })
+        Ok(Desired {
+            choice,
+            rendered,
+            spcx_cc: request.spcx_cc,
+        })
     }
 
     /// The tuned engine's request: each profile as a key, `tuned_profile` the active one.

@@ -138,7 +138,7 @@ pub fn settings_of(rendered: &Rendered, optional: &[String]) -> Effective {
 
 /// The host steps of a selection (see [`crate::host_steps`]), one setting each.
 fn host_step_settings(host: &HostAssets) -> Vec<Setting> {
-    use crate::host_steps::{iommu_passthrough, nccl_topo, pcie_acs, rdma_vf_ipv6, rdma_vfs_ready, switches};
+    use crate::host_steps::{iommu_passthrough, nccl_topo, pcie_acs, rdma_vf_ipv6, rdma_vfs_ready, spcx_cc, switches};
     let setting = |kind, key: String, value: String, step: &str, needs_reboot| Setting {
         kind,
         key,
@@ -197,6 +197,21 @@ fn host_step_settings(host: &HostAssets) -> Vec<Setting> {
             "net.ipv6.conf.<mlx5 VF>.disable_ipv6, accept_ra".into(),
             "0, 1 live on each RDMA VF present at config (then `ip link set <VF> up`)".into(),
             rdma_vf_ipv6::STEP,
+            false,
+        ));
+    }
+    if let Some((unit, rules)) = &host.spcx_cc {
+        out.push(setting(
+            SettingKind::Service,
+            "doca-spcx-cc@<rail>.service (one per RDMA bond, started now; off: spcx_cc: off)".into(),
+            format!(
+                "{} <- catalog/files/{}, {} <- catalog/files/{}",
+                spcx_cc::UNIT_PATH,
+                unit.source,
+                spcx_cc::RULES_PATH,
+                rules.source
+            ),
+            spcx_cc::STEP,
             false,
         ));
     }

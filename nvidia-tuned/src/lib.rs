@@ -101,7 +101,7 @@ fn main_conf_store(step: &Step) -> StateStore<'_> {
 fn config(step: &Step) -> Result<Outcome> {
     let catalog = Catalog::embedded();
     let desired = Desired::read(step, &catalog)?;
-    let host_plan = host_steps::Plan::read(step, desired.rendered.host.clone())?;
+    let mut host_plan = host_steps::Plan::read(step, desired.rendered.host.clone(), desired.spcx_cc)?;
     host_plan.preflight(step)?;
     let files_need = desired.files_interrupt(&step.host)?;
     let outcome = tuned::config_with(&engine(step, desired.configmaps()), &desired.files())?;
@@ -143,7 +143,7 @@ fn check(step: &Step, verify: Verify) -> Result<Outcome> {
     let catalog = Catalog::embedded();
     let desired = Desired::read(step, &catalog)?;
     let engine_result = tuned::check::config_check_with(&engine(step, desired.configmaps()), verify, &desired.files());
-    let host_plan = host_steps::Plan::read(step, desired.rendered.host.clone())?;
+    let host_plan = host_steps::Plan::read(step, desired.rendered.host.clone(), desired.spcx_cc)?;
     let mut unmet = host_steps::check(step, &host_plan, verify == Verify::Required)?;
     if !main_conf::holds(&step.host, &catalog.manifest.tuned_main)? {
         unmet.push(format!(

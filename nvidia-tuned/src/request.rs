@@ -16,6 +16,8 @@ pub const ACCELERATOR_KEY: &str = "accelerator";
 pub const INTENT_KEY: &str = "intent";
 /// The key naming the cloud service.
 pub const SERVICE_KEY: &str = "service";
+/// The key switching SPCX congestion control off (`oci` on `gb300`; default on).
+pub const SPCX_CC_KEY: &str = "spcx_cc";
 /// The accelerator value that picks the accelerator on each node.
 pub const AUTO: &str = "auto";
 
@@ -28,6 +30,8 @@ pub struct Request {
     pub intent: String,
     /// The service, when the key is present and not empty.
     pub service: Option<String>,
+    /// Whether SPCX congestion control is wanted where the pair ships it (`spcx_cc`).
+    pub spcx_cc: bool,
 }
 
 /// The single word of `key` (`ConfigMaps::word`), `None` when absent or blank; a
@@ -51,6 +55,7 @@ impl Request {
         let accelerator = word(configmaps, ACCELERATOR_KEY, &mut problems)?;
         let intent = word(configmaps, INTENT_KEY, &mut problems)?;
         let service = word(configmaps, SERVICE_KEY, &mut problems)?;
+        let spcx_cc = switch(word(configmaps, SPCX_CC_KEY, &mut problems)?, &mut problems);
         let mut names: Vec<String> = manifest
             .accelerators
             .iter()
@@ -90,10 +95,10 @@ impl Request {
         }
         for key in configmaps
             .keys()
-            .filter(|k| ![ACCELERATOR_KEY, INTENT_KEY, SERVICE_KEY].contains(k))
+            .filter(|k| ![ACCELERATOR_KEY, INTENT_KEY, SERVICE_KEY, SPCX_CC_KEY].contains(k))
         {
             log::warn!(
-                "configMap key {key:?} is not one of this package's keys (accelerator, intent, service); ignored"
+                "configMap key {key:?} is not one of this package's keys (accelerator, intent, service, spcx_cc); ignored"
             );
         }
         if !problems.is_empty() {
@@ -103,7 +108,25 @@ impl Request {
             accelerator: accelerator.unwrap_or_default(),
             intent: intent.unwrap_or_else(|| manifest.default_intent.clone()),
             service,
+            spcx_cc,
         })
+    }
+}
+
+/// The `spcx_cc` value: on when absent; `on`/`true`/`yes`/`1` or `off`/`false`/`no`/`0`
+/// in any case; anything else is a problem naming the key.
+fn switch(value: Option<String>, problems: &mut Vec<String>) -> bool {
+    let Some(v) = value else { return true };
+    match v.to_ascii_lowercase().as_str() {
+        "on" | "true" | "yes" | "1" => true,
+        "off" | "false" | "no" | "0" => false,
+        _ => {
+            problems.push(format!(
+                "configMap key {SPCX_CC_KEY:?} line 1 ({}): not a switch; set it to \"on\" or \"off\"",
+                excerpt(&v)
+            ));
+            true
+        }
     }
 }
 

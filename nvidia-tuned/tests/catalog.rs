@@ -131,7 +131,8 @@ fn every_combination_renders_validates_with_tuned_and_has_a_closed_include_chain
         let assets = host
             .nccl_topo
             .iter()
-            .chain(host.rdma_vfs_ready.iter().flat_map(|(u, h)| [u, h]));
+            .chain(host.rdma_vfs_ready.iter().flat_map(|(u, h)| [u, h]))
+            .chain(host.spcx_cc.iter().flat_map(|(u, r)| [u, r]));
         for a in assets {
             used.insert(format!("files/{}", a.source));
         }

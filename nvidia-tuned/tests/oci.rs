@@ -338,3 +338,114 @@ fn ipv6_comes_back_on_the_mlx5_vfs_that_exist_and_nowhere_else() {
     }
     assert_eq!(calls_of(&node, "ip"), ["ip link set rdma0v0 up"]);
 }
+
+const SPCX_UNIT: &str = "/etc/systemd/system/doca-spcx-cc@.service";
+const SPCX_RULES: &str = "/etc/udev/rules.d/99-doca-spcx-cc.rules";
+
+#[test]
+fn congestion_control_runs_on_each_bond_and_not_on_a_vf() {
+    let node = gb300_oci();
+    rdma_device(&node, "mlx5_bond_9", "0000:09:00.1", true);
+    node.run("config")
+        .expect_code(0)
+        .expect_output("spcx-cc: mlx5_bond_9 matches mlx5_bond_* but is a virtual function")
+        .expect_output("spcx-cc: congestion control runs on mlx5_bond_0 (no interrupt needed)");
+    assert_eq!(
+        node.read(SPCX_UNIT).unwrap(),
+        include_str!("../catalog/files/oci/doca-spcx-cc@.service")
+    );
+    assert!(
+        node.read(SPCX_RULES)
+            .unwrap()
+            .contains("ENV{SYSTEMD_WANTS}+=\"doca-spcx-cc@$name.service\"")
+    );
+    let systemctl = calls_of(&node, "systemctl");
+    for call in [
+        "systemctl enable doca-spcx-cc@mlx5_bond_0.service",
+        "systemctl start doca-spcx-cc@mlx5_bond_0.service",
+    ] {
+        assert!(systemctl.contains(&call.to_string()), "{systemctl:?}");
+    }
+    assert!(!systemctl.iter().any(|c| c.contains("mlx5_bond_9")), "{systemctl:?}");
+    assert!(calls_of(&node, "mlxconfig").contains(&"mlxconfig -d 0000:03:00.0 q".to_string()));
+    node.run("config-check").expect_code(0);
+}
+
+#[test]
+fn spcx_cc_off_takes_congestion_control_back_and_needs_no_doca() {
+    let node = gb300_oci();
+    node.run("config").expect_code(0);
+    node.configmap("spcx_cc", "off");
+    std::fs::remove_file(node.path("/opt/mellanox/doca/tools/doca_spcx_cc")).unwrap();
+    node.clear_calls();
+    node.run("config")
+        .expect_code(0)
+        .expect_output("spcx-cc: switched off by the configMap key spcx_cc");
+    assert!(!node.exists(SPCX_UNIT) && !node.exists(SPCX_RULES));
+    let systemctl = calls_of(&node, "systemctl");
+    assert!(
+        systemctl.contains(&"systemctl stop doca-spcx-cc@mlx5_bond_0.service".to_string()),
+        "{systemctl:?}"
+    );
+    assert!(calls_of(&node, "mlxconfig").is_empty());
+    node.run("config-check").expect_code(0);
+}
+
+#[test]
+fn congestion_control_is_refused_before_any_change_when_it_cannot_run() {
+    type Break = fn(&skyhook_testkit::Node);
+    let cases: &[(&str, Break, &str)] = &[
+        (
+            "no DOCA",
+            |n| std::fs::remove_file(n.path("/opt/mellanox/doca/tools/doca_spcx_cc")).unwrap(),
+            "/opt/mellanox/doca/tools/doca_spcx_cc is missing or not executable",
+        ),
+        (
+            "a foreign process",
+            |n| {
+                n.file("/proc/4321/comm", "doca_spcx_cc\n")
+                    .file("/proc/4321/cgroup", "0::/system.slice/run-u12.service\n");
+            },
+            "doca_spcx_cc already runs outside this package: pid 4321 (run-u12.service)",
+        ),
+        (
+            "no bond",
+            |n| std::fs::remove_dir_all(n.path("/sys/class/infiniband/mlx5_bond_0")).unwrap(),
+            "no RDMA bond matches mlx5_bond_* under /sys/class/infiniband (devices: mlx5_0)",
+        ),
+        (
+            "firmware",
+            |n| std::fs::write(n.commands_dir().join("fw-disallows"), "0000:03:00.0\n").unwrap(),
+            "mlx5_bond_0: USER_PROGRAMMABLE_CC is False(0)",
+        ),
+        (
+            "no mlxconfig",
+            |n| {
+                n.remove_stand_in("mlxconfig");
+            },
+            "mlxconfig (NVIDIA firmware tools) is not installed",
+        ),
+    ];
+    for (name, breaks, says) in cases {
+        let node = gb300_oci();
+        breaks(&node);
+        let before = node.snapshot();
+        node.run("config")
+            .expect_code(1)
+            .expect_output(says)
+            .expect_output("spcx_cc: off");
+        before.assert_same(&node.snapshot());
+        assert!(calls_of(&node, "tuned-adm").is_empty(), "{name}: tuned was not touched");
+    }
+}
+
+#[test]
+fn a_bad_spcx_cc_value_is_bad_input() {
+    let node = gb300_oci();
+    node.configmap("spcx_cc", "maybe");
+    let before = node.snapshot();
+    node.run("config")
+        .expect_code(2)
+        .expect_output("configMap key \"spcx_cc\" line 1 (\"maybe\"): not a switch");
+    before.assert_same(&node.snapshot());
+}

@@ -4,7 +4,8 @@
 //! [`nccl_topo`] the NCCL topology file at `TOPO_PATH`, [`rdma_vfs_ready`] the RDMA VF
 //! boot gate, [`pcie_acs`] the PCIe ACS correction through the node's `rdma_topo`,
 //! [`iommu_passthrough`] the IOMMU passthrough workaround, [`rdma_vf_ipv6`] IPv6 on the
-//! RDMA VFs that exist already; [`switches`] reads their
+//! RDMA VFs that exist already, [`spcx_cc`] DOCA Spectrum-X congestion control;
+//! [`switches`] reads their
 //! environment, [`ledger`] records what they changed.
 //!
 //! [`Plan::read`] validates everything (switches, `TOPO_PATH` not under a link, the
@@ -19,6 +20,7 @@ pub mod nccl_topo;
 pub mod pcie_acs;
 pub mod rdma_vf_ipv6;
 pub mod rdma_vfs_ready;
+pub mod spcx_cc;
 pub mod switches;
 
 use std::path::Path;
@@ -39,16 +41,23 @@ pub struct Plan {
     pub switches: Option<Switches>,
     /// Whether the IOMMU passthrough workaround applies on this node.
     pub iommu_wanted: bool,
+    /// Whether SPCX congestion control runs (shipped, and `spcx_cc` not off).
+    pub spcx_cc: bool,
+    /// Its rails, found by [`Plan::preflight`].
+    pub rails: Vec<String>,
 }
 
 impl Plan {
-    /// Reads the switches for `assets` (bad values are bad input, exit 2).
-    pub fn read(step: &Step, assets: HostAssets) -> Result<Self> {
+    /// Reads the switches for `assets` (bad values are bad input, exit 2);
+    /// `spcx_cc`: the configMap's `spcx_cc` key.
+    pub fn read(step: &Step, assets: HostAssets, spcx_cc: bool) -> Result<Self> {
         if assets.is_empty() {
             return Ok(Plan {
                 assets,
                 switches: None,
                 iommu_wanted: false,
+                spcx_cc: false,
+                rails: Vec::new(),
             });
         }
         let switches = Switches::from_env()?;
@@ -63,16 +72,24 @@ impl Plan {
             log::info!("pcie-acs: switched off by {}=false", switches::CONFIGURE_PCIE_ACS);
         }
         let iommu_wanted = assets.iommu_passthrough && iommu_passthrough::wanted(&step.host, switches.iommu)?;
+        if assets.spcx_cc.is_some() && !spcx_cc {
+            log::info!("spcx-cc: switched off by the configMap key spcx_cc");
+        }
         Ok(Plan {
+            spcx_cc: assets.spcx_cc.is_some() && spcx_cc,
             assets,
             switches: Some(switches),
             iommu_wanted,
+            rails: Vec::new(),
         })
     }
 
     /// Checks the node before config changes anything: `TOPO_PATH` not a link nor
     /// under one, `rdma_topo` present, GRUB present where a drop-in changes.
-    pub fn preflight(&self, step: &Step) -> Result<()> {
+    pub fn preflight(&mut self, step: &Step) -> Result<()> {
+        if let (true, Some(s)) = (self.spcx_cc, &self.switches) {
+            self.rails = spcx_cc::preflight(&step.host, &s.rail_glob)?;
+        }
         if let Some(path) = self.topo_path() {
             nccl_topo::check_path(&step.host, path)?;
         }
@@ -106,6 +123,7 @@ impl Plan {
             rdma_vfs_ready::STEP => self.assets.rdma_vfs_ready.is_some(),
             pcie_acs::STEP => self.pcie_acs(),
             iommu_passthrough::STEP => self.iommu_wanted,
+            spcx_cc::STEP => self.spcx_cc,
             _ => false,
         }
     }
@@ -146,6 +164,10 @@ pub fn apply(step: &Step, plan: &Plan) -> Result<Interrupt> {
     });
     needs = needs.combine(iommu_passthrough::apply(&mut ledger, plan.iommu_wanted)?);
     regenerate_if_owed(step, &mut ledger)?;
+    match (&plan.assets.spcx_cc, plan.spcx_cc) {
+        (Some((unit, rules)), true) => spcx_cc::apply(&mut ledger, unit, rules, &plan.rails)?,
+        _ => spcx_cc::remove(&mut ledger)?,
+    }
     if plan.assets.rdma_vf_ipv6 {
         rdma_vf_ipv6::apply(&step.host)?;
     }
@@ -168,6 +190,16 @@ pub fn check(step: &Step, plan: &Plan, booted: bool) -> Result<Vec<String>> {
     }
     if plan.assets.iommu_passthrough {
         iommu_passthrough::check(host, plan.iommu_wanted, booted, &mut unmet)?;
+    }
+    if let (Some((unit, rules)), true, Some(s)) = (&plan.assets.spcx_cc, plan.spcx_cc, &plan.switches) {
+        spcx_cc::check(host, unit, rules, &s.rail_glob, &mut unmet)?;
+    }
+    for unit in ledger.changes.units.iter().filter(|u| u.starts_with("doca-spcx-cc@")) {
+        if !plan.spcx_cc {
+            unmet.push(format!(
+                "spcx-cc: {unit} is still enabled although congestion control is off; config stops it"
+            ));
+        }
     }
     for (path, taken) in &ledger.changes.files {
         if !plan.wants(&taken.step, path) {
@@ -196,6 +228,7 @@ pub fn uninstall(step: &Step) -> Result<Interrupt> {
         boot_config(step)?;
     }
     rdma_vfs_ready::remove(&mut ledger)?;
+    spcx_cc::remove(&mut ledger)?;
     let mut needs = pcie_acs::remove(&mut ledger)?;
     needs = needs.combine(iommu_passthrough::remove(&mut ledger)?);
     ledger.give_back_step(nccl_topo::STEP, &[])?;

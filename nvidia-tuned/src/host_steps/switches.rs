@@ -20,6 +20,10 @@ pub const DEFAULT_TOPO_PATH: &str = "/etc/nccl/topo.xml";
 pub const CONFIGURE_PCIE_ACS: &str = "CONFIGURE_PCIE_ACS";
 /// `auto`, `true` or `false` for the IOMMU passthrough workaround.
 pub const CONFIGURE_IOMMU_PASSTHROUGH: &str = "CONFIGURE_IOMMU_PASSTHROUGH";
+/// Which RDMA devices are the rails of SPCX congestion control.
+pub const RAIL_GLOB: &str = "RAIL_GLOB";
+/// The default of [`RAIL_GLOB`]: the names mlx5_ib gives bonds under hardware LAG.
+pub const DEFAULT_RAIL_GLOB: &str = "mlx5_bond_*";
 
 /// The longest `TOPO_PATH` accepted (PATH_MAX).
 const PATH_MAX: usize = 4096;
@@ -46,6 +50,8 @@ pub struct Switches {
     pub pcie_acs: bool,
     /// The IOMMU passthrough policy.
     pub iommu: IommuPolicy,
+    /// The rails' name pattern.
+    pub rail_glob: String,
 }
 
 impl Switches {
@@ -98,6 +104,17 @@ impl Switches {
                 IommuPolicy::Auto
             }
         };
+        let rail_glob = var(RAIL_GLOB)
+            .filter(|v| !v.is_empty())
+            .unwrap_or_else(|| DEFAULT_RAIL_GLOB.to_string());
+        let glob_chars = |c: char| c.is_ascii_alphanumeric() || "_.-*?".contains(c);
+        if rail_glob.len() > 64 || !rail_glob.chars().all(glob_chars) {
+            problems.push(format!(
+                "environment variable {RAIL_GLOB} ({}): not an RDMA device name pattern (letters, digits, `_.-`, \
+                 `*` and `?`, at most 64 bytes); the default is {DEFAULT_RAIL_GLOB}",
+                excerpt(&rail_glob)
+            ));
+        }
         if !problems.is_empty() {
             return Err(Error::Input(problems));
         }
@@ -106,6 +123,7 @@ impl Switches {
             topo_path_set,
             pcie_acs,
             iommu,
+            rail_glob,
         })
     }
 }
@@ -203,6 +221,7 @@ mod tests {
             (TOPO_PATH, "/", "names a directory"),
             (CONFIGURE_PCIE_ACS, "flase", "set it to true or false"),
             (CONFIGURE_IOMMU_PASSTHROUGH, "sometimes", "auto, true or false"),
+            (RAIL_GLOB, "mlx5_bond_*/../x", "not an RDMA device name pattern"),
         ];
         for (name, value, reason) in cases {
             let err = read(&[(name, value)]).unwrap_err().to_string();

@@ -21,6 +21,16 @@ pub fn systemctl_sh() -> String {
     format!(
         "R=\"$SKYHOOK_HOST_ROOT\"; W=\"$R/etc/systemd/system/multi-user.target.wants\"
 [ \"$1\" = daemon-reload ] && exit 0
+case \"$2\" in doca-spcx-cc@*.service)
+  D=$(dirname \"$0\")
+  case \"$1\" in
+    enable) ln -sf /etc/systemd/system/doca-spcx-cc@.service \"$W/$2\"; exit 0 ;;
+    disable) rm -f \"$W/$2\"; exit 0 ;;
+    start) touch \"$D/active-$2\"; exit 0 ;;
+    stop) rm -f \"$D/active-$2\"; exit 0 ;;
+    is-active) if [ -e \"$D/active-$2\" ]; then echo active; exit 0; fi; echo inactive; exit 3 ;;
+  esac ;;
+esac
 if [ \"$2\" = rdma-vfs-ready.service ]; then
   case \"$1\" in
     enable) [ -f \"$R/etc/systemd/system/$2\" ] || {{ echo \"Failed to enable unit: Unit file $2 does not exist.\" >&2; exit 1; }}
@@ -79,7 +89,18 @@ pub fn on_oci(node: Node, keys: &[(&str, &str)]) -> Node {
     node.stand_in("systemctl", &systemctl_sh())
         .stand_in("rdma_topo", RDMA_TOPO_SH)
         .stand_in("update-grub", UPDATE_GRUB_SH)
-        .stand_in("ip", "exit 0");
+        .stand_in("ip", "exit 0")
+        .stand_in("udevadm", "exit 0")
+        .stand_in("mlxconfig", MLXCONFIG_SH)
+        .stand_in("journalctl", "echo 'doca_spcx_cc[812]: PCC host status Active'");
+    node.file("/opt/mellanox/doca/tools/doca_spcx_cc", "#!/bin/sh\n");
+    std::fs::set_permissions(
+        node.path("/opt/mellanox/doca/tools/doca_spcx_cc"),
+        std::os::unix::fs::PermissionsExt::from_mode(0o755),
+    )
+    .unwrap();
+    rdma_device(&node, "mlx5_bond_0", "0000:03:00.0", false);
+    rdma_device(&node, "mlx5_0", "0000:03:00.2", true);
     node.file("/proc/sys/kernel/osrelease", "6.8.0-1021-oracle\n")
         .file("/proc/cmdline", "BOOT_IMAGE=/vmlinuz ro iommu.passthrough=1\n")
         .file("/etc/default/grub.d/50-cloudimg-settings.cfg", "GRUB_TIMEOUT=0\n");
@@ -134,4 +155,22 @@ pub fn interface(node: &Node, iface: &str, vf: bool, driver: &str) {
     std::os::unix::fs::symlink(format!("../../../bus/pci/devices/{iface}"), net.join("device")).unwrap();
     node.file(&format!("/proc/sys/net/ipv6/conf/{iface}/disable_ipv6"), "1\n")
         .file(&format!("/proc/sys/net/ipv6/conf/{iface}/accept_ra"), "0\n");
+}
+
+/// mlxconfig: every device allows user-programmable congestion control, unless the
+/// node's `fw-disallows` marker names it.
+pub const MLXCONFIG_SH: &str = "D=$(dirname \"$0\")
+v='True(1)'; grep -qx \"$2\" \"$D/fw-disallows\" 2>/dev/null && v='False(0)'
+echo 'Device #1:'; echo \"         USER_PROGRAMMABLE_CC                $v\"; echo '         PCC_INT_EN                          False(0)'";
+
+/// Adds RDMA device `name` backed by PCI function `bdf` (a VF when `vf`).
+pub fn rdma_device(node: &Node, name: &str, bdf: &str, vf: bool) {
+    let device = node.path(&format!("/sys/bus/pci/devices/{bdf}"));
+    std::fs::create_dir_all(&device).unwrap();
+    if vf {
+        std::fs::write(device.join("physfn"), "").unwrap();
+    }
+    let ib = node.path(&format!("/sys/class/infiniband/{name}"));
+    std::fs::create_dir_all(&ib).unwrap();
+    std::os::unix::fs::symlink(format!("../../../bus/pci/devices/{bdf}"), ib.join("device")).unwrap();
 }
