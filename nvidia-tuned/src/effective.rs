@@ -136,20 +136,24 @@ pub fn settings_of(rendered: &Rendered, optional: &[String]) -> Effective {
     }
 }
 
-/// The host steps of a selection (see [`crate::host_steps`]), one setting each.
-fn host_step_settings(host: &HostAssets) -> Vec<Setting> {
-    use crate::host_steps::{iommu_passthrough, nccl_topo, pcie_acs, rdma_vf_ipv6, rdma_vfs_ready, spcx_cc, switches};
-    let setting = |kind, key: String, value: String, step: &str, needs_reboot| Setting {
+/// One setting of host step `step`.
+fn host_setting(kind: SettingKind, key: String, value: String, step: &str, needs_reboot: bool) -> Setting {
+    Setting {
         kind,
         key,
         value,
         source: format!("host step {step}"),
         needs_reboot,
         optional: false,
-    };
+    }
+}
+
+/// The host steps of a selection (see [`crate::host_steps`]), one setting each.
+fn host_step_settings(host: &HostAssets) -> Vec<Setting> {
+    use crate::host_steps::{nccl_topo, rdma_vf_ipv6, switches};
     let mut out = Vec::new();
     if let Some(topo) = &host.nccl_topo {
-        out.push(setting(
+        out.push(host_setting(
             SettingKind::Other("NCCL topology file".into()),
             format!("${} (default {})", switches::TOPO_PATH, switches::DEFAULT_TOPO_PATH),
             format!(
@@ -161,8 +165,26 @@ fn host_step_settings(host: &HostAssets) -> Vec<Setting> {
             false,
         ));
     }
+    out.extend(unit_settings(host));
+    if host.rdma_vf_ipv6 {
+        out.push(host_setting(
+            SettingKind::Sysctl,
+            "net.ipv6.conf.<mlx5 VF>.disable_ipv6, accept_ra".into(),
+            "0, 1 live on each RDMA VF present at config (then `ip link set <VF> up`)".into(),
+            rdma_vf_ipv6::STEP,
+            false,
+        ));
+    }
+    out.extend(boot_settings(host));
+    out
+}
+
+/// The units of the host steps: the RDMA VF gate, SPCX congestion control.
+fn unit_settings(host: &HostAssets) -> Vec<Setting> {
+    use crate::host_steps::{rdma_vfs_ready, spcx_cc};
+    let mut out = Vec::new();
     if let Some((unit, helper)) = &host.rdma_vfs_ready {
-        out.push(setting(
+        out.push(host_setting(
             SettingKind::Service,
             format!("{} (enabled, acts from the next boot)", rdma_vfs_ready::UNIT),
             format!(
@@ -176,32 +198,8 @@ fn host_step_settings(host: &HostAssets) -> Vec<Setting> {
             true,
         ));
     }
-    if host.pcie_acs {
-        out.push(setting(
-            SettingKind::KernelArgument,
-            "pci=config_acs=".into(),
-            format!(
-                "this node's, by `{} write-grub-acs` into {} when `{} check` reports ACS wrong (off: {}=false)",
-                pcie_acs::TOOL,
-                pcie_acs::DROP_IN,
-                pcie_acs::TOOL,
-                switches::CONFIGURE_PCIE_ACS
-            ),
-            pcie_acs::STEP,
-            true,
-        ));
-    }
-    if host.rdma_vf_ipv6 {
-        out.push(setting(
-            SettingKind::Sysctl,
-            "net.ipv6.conf.<mlx5 VF>.disable_ipv6, accept_ra".into(),
-            "0, 1 live on each RDMA VF present at config (then `ip link set <VF> up`)".into(),
-            rdma_vf_ipv6::STEP,
-            false,
-        ));
-    }
     if let Some((unit, rules)) = &host.spcx_cc {
-        out.push(setting(
+        out.push(host_setting(
             SettingKind::Service,
             "doca-spcx-cc@<rail>.service (one per RDMA bond, started now; off: spcx_cc: off)".into(),
             format!(
@@ -215,8 +213,30 @@ fn host_step_settings(host: &HostAssets) -> Vec<Setting> {
             false,
         ));
     }
+    out
+}
+
+/// The kernel arguments of the host steps' GRUB drop-ins.
+fn boot_settings(host: &HostAssets) -> Vec<Setting> {
+    use crate::host_steps::{iommu_passthrough, pcie_acs, switches};
+    let mut out = Vec::new();
+    if host.pcie_acs {
+        out.push(host_setting(
+            SettingKind::KernelArgument,
+            "pci=config_acs=".into(),
+            format!(
+                "this node's, by `{} write-grub-acs` into {} when `{} check` reports ACS wrong (off: {}=false)",
+                pcie_acs::TOOL,
+                pcie_acs::DROP_IN,
+                pcie_acs::TOOL,
+                switches::CONFIGURE_PCIE_ACS
+            ),
+            pcie_acs::STEP,
+            true,
+        ));
+    }
     if host.iommu_passthrough {
-        out.push(setting(
+        out.push(host_setting(
             SettingKind::KernelArgument,
             "iommu.passthrough".into(),
             format!(

@@ -46,6 +46,9 @@ const VALUES: &[ValueRow] = &[
     ("shell", "service", b"eks;reboot", 1, "eks;reboot"),
     ("unknown service", "service", b"gke", 1, "gke"),
     ("NUL", "service", b"eks\0", 1, "eks"),
+    ("not a switch", "spcx_cc", b"maybe", 1, "maybe"),
+    ("two words", "spcx_cc", b"off now", 1, "now"),
+    ("shell", "spcx_cc", b"$(reboot)", 1, "$(reboot)"),
 ];
 
 fn configured() -> Node {
@@ -108,6 +111,8 @@ fn hostile_host_step_variables_are_refused() {
         ("TOPO_PATH", &long, "PATH_MAX"),
         ("CONFIGURE_PCIE_ACS", "yes please", "\"yes please\""),
         ("CONFIGURE_IOMMU_PASSTHROUGH", "$(reboot)", "\"$(reboot)\""),
+        ("RAIL_GLOB", "mlx5_bond_*;reboot", "not an RDMA device name pattern"),
+        ("RAIL_GLOB", "../../../etc/*", "not an RDMA device name pattern"),
     ];
     let mut cases: Vec<Case> = rows
         .iter()
