@@ -119,7 +119,7 @@ fn firmware(host: &Host, rail: &str) -> Result<Option<String>> {
 /// Refuses the node before any change when congestion control cannot run.
 pub fn preflight(host: &Host, glob: &str) -> Result<Vec<String>> {
     let fix = "or set `spcx_cc: off` in the package's configMap to run this node without congestion control";
-    if !host.mode(TOOL)?.is_some_and(|m| m & 0o111 != 0) {
+    if host.mode(TOOL)?.is_none_or(|m| m & 0o111 == 0) {
         return Err(Error::action(format!(
             "{STEP}: {TOOL} is missing or not executable; it ships with the node image's DOCA. Install DOCA, {fix}"
         )));
