@@ -161,7 +161,11 @@ fn uninstall(step: &Step) -> Result<Outcome> {
     // tuned's uninstall reads these first; read them before any change here too.
     Retry::from_env()?;
     step.os_release()?.family()?;
-    main_conf::restore(&step.host, &main_conf_store(step))?;
+    main_conf::restore(
+        &step.host,
+        &main_conf_store(step),
+        &Catalog::embedded().manifest.tuned_main,
+    )?;
     let outcome = tuned::service::uninstall(&engine(step, ConfigMaps::default()))?;
     legacy::remove(&step.host, &Catalog::embedded(), &Default::default())?;
     Ok(outcome)
