@@ -183,7 +183,11 @@ fn uninstall(step: &Step) -> Result<Outcome> {
             "uninstall took back GRUB drop-ins of the host steps: the node's boot settings return at the next boot (needs a reboot)"
         );
     }
-    main_conf::restore(&step.host, &main_conf_store(step))?;
+    main_conf::restore(
+        &step.host,
+        &main_conf_store(step),
+        &Catalog::embedded().manifest.tuned_main,
+    )?;
     let outcome = tuned::service::uninstall(&engine(step, ConfigMaps::default()))?;
     legacy::remove(&step.host, &Catalog::embedded(), &Default::default())?;
     Ok(outcome)

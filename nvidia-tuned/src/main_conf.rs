@@ -3,11 +3,15 @@
 //! `tuned_main`: `reapply_sysctl = 0`, as the original sets it, so the profile's
 //! sysctls win over `/etc/sysctl.d`). A file we edit but do not own: only the
 //! option's line changes (or one line is appended), every other byte is kept, and
-//! the original is recorded before the first change and put back by uninstall.
+//! the original and what we wrote are recorded before each change. Uninstall puts
+//! the original back while the file still holds what we wrote; when someone changed
+//! the file since, it only takes our lines off (the option's original line back, or
+//! our appended line removed) and keeps everything else they wrote.
 
 use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
+use skyhook_core::boot::edited::{Content, undo_edit};
 use skyhook_core::records::original::SavedFile;
 use skyhook_core::records::state::{Record, StateStore};
 use skyhook_core::{Host, Result};
@@ -23,6 +27,10 @@ pub struct Saved {
     /// The file as it was.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub original: Option<SavedFile>,
+    /// What this package wrote last (`None` in a record of a run killed between
+    /// recording the original and its first write: then the file is the original).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written: Option<Content>,
     /// The file changed and tuned has not been restarted since (kept across a kill).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub restart_pending: bool,
@@ -39,6 +47,43 @@ fn sets(line: &[u8], option: &str) -> bool {
     let t = line.trim_ascii_start();
     t.strip_prefix(option.as_bytes())
         .is_some_and(|rest| rest.trim_ascii_start().starts_with(b"="))
+}
+
+/// The first line of `text` that sets `option`.
+fn line_setting<'a>(text: &'a [u8], option: &str) -> Option<&'a [u8]> {
+    text.split_inclusive(|&b| b == b'\n').find(|l| sets(l, option))
+}
+
+/// `current` with this package's lines taken off: for each option whose line still
+/// says the value we set, the original's line for it back, or (when the original had
+/// none) our line removed. Lines someone else changed stay as they are.
+fn undo_lines(current: &[u8], original: Option<&[u8]>, options: &BTreeMap<String, String>) -> Vec<u8> {
+    let mut lines: Vec<Vec<u8>> = current.split_inclusive(|&b| b == b'\n').map(<[u8]>::to_vec).collect();
+    for (option, value) in options {
+        let ours = |l: &[u8]| {
+            sets(l, option) && l.splitn(2, |&b| b == b'=').nth(1).map(<[u8]>::trim_ascii) == Some(value.as_bytes())
+        };
+        let Some(i) = lines.iter().position(|l| sets(l, option)) else {
+            continue;
+        };
+        if !ours(&lines[i]) {
+            continue;
+        }
+        match original.and_then(|o| line_setting(o, option)) {
+            Some(before) => {
+                let eol: &[u8] = if lines[i].ends_with(b"\n") || before.ends_with(b"\n") {
+                    b"\n"
+                } else {
+                    b""
+                };
+                lines[i] = [before.strip_suffix(b"\n").unwrap_or(before), eol].concat();
+            }
+            None => {
+                lines.remove(i);
+            }
+        }
+    }
+    lines.concat()
 }
 
 /// `current` with each option set: its first line replaced, or a line appended.
@@ -80,6 +125,7 @@ pub fn apply(host: &Host, store: &StateStore, options: &BTreeMap<String, String>
         saved.original = Some(SavedFile::capture(host, MAIN_CONF)?);
     }
     saved.restart_pending = true;
+    saved.written = Some(Content::new(&wanted));
     store.save(&saved)?;
     host.write(MAIN_CONF, &wanted, 0o644)?;
     let shown: Vec<String> = options.iter().map(|(k, v)| format!("{k} = {v}")).collect();
@@ -103,17 +149,24 @@ pub fn holds(host: &Host, options: &BTreeMap<String, String>) -> Result<bool> {
     Ok(current.is_some() && current.as_deref() == Some(desired(current.as_deref(), options).as_slice()))
 }
 
-/// Puts the recorded original back (or removes a file that did not exist) and
-/// forgets it; returns whether anything was recorded.
-pub fn restore(host: &Host, store: &StateStore) -> Result<bool> {
+/// Takes this package's edit back ([`undo_edit`]: the recorded original while the
+/// file still holds what we wrote, else only our lines off) and forgets the record;
+/// returns whether anything was recorded.
+pub fn restore(host: &Host, store: &StateStore, options: &BTreeMap<String, String>) -> Result<bool> {
     let saved: Saved = store.load()?;
     let Some(original) = &saved.original else {
         // Also finishes a clear a killed run began (its empty directories).
         store.clear()?;
         return Ok(false);
     };
-    if original.restore(host)? {
-        log::info!("restored {MAIN_CONF} as it was before this package");
+    let before = original.content()?;
+    let written = match &saved.written {
+        Some(w) => w.clone(),
+        None => Content::new(&before.clone().unwrap_or_default()),
+    };
+    let edit = |current: &[u8]| Some(undo_lines(current, before.as_deref(), options));
+    if undo_edit(host, MAIN_CONF, original, &written, edit)? {
+        log::info!("took this package's options out of {MAIN_CONF}");
     }
     store.clear()?;
     Ok(true)
@@ -144,6 +197,29 @@ mod tests {
             b"daemon = 1\nreapply_sysctl = 0\n"
         );
         assert_eq!(desired(None, &opts()), b"reapply_sysctl = 0\n");
+    }
+
+    #[test]
+    fn undo_puts_the_original_line_back_or_removes_ours_and_keeps_other_edits() {
+        let original = b"daemon = 1\n  reapply_sysctl=1 \n";
+        let ours = desired(Some(original), &opts());
+        let theirs = [ours.as_slice(), b"dynamic_tuning = 1\n"].concat();
+        assert_eq!(
+            undo_lines(&theirs, Some(original), &opts()),
+            b"daemon = 1\n  reapply_sysctl=1 \ndynamic_tuning = 1\n"
+        );
+        let appended = desired(Some(b"daemon = 1\n"), &opts());
+        let theirs = [b"# mine\n".as_slice(), &appended].concat();
+        assert_eq!(
+            undo_lines(&theirs, Some(b"daemon = 1\n"), &opts()),
+            b"# mine\ndaemon = 1\n"
+        );
+        let changed_by_them = b"reapply_sysctl = 1\n";
+        assert_eq!(
+            undo_lines(changed_by_them, None, &opts()),
+            changed_by_them,
+            "their value stays"
+        );
     }
 
     #[test]

@@ -192,6 +192,31 @@ fn uninstall_leaves_the_node_as_before_install() {
 }
 
 #[test]
+fn uninstall_keeps_what_someone_else_wrote_into_tuned_main_conf_since() {
+    let node = debian(None);
+    node.file("/etc/tuned/tuned-main.conf", "daemon = 1\nreapply_sysctl = 1\n");
+    node.configmap("accelerator", "h100");
+    node.run("apply").expect_code(0);
+    node.run("config").expect_code(0);
+    assert_eq!(
+        node.read("/etc/tuned/tuned-main.conf").unwrap(),
+        "daemon = 1\nreapply_sysctl = 0\n"
+    );
+    // An administrator adds a setting of their own after config.
+    node.file(
+        "/etc/tuned/tuned-main.conf",
+        "daemon = 1\nreapply_sysctl = 0\ndynamic_tuning = 1\n",
+    );
+    node.run("uninstall").expect_code(0);
+    assert_eq!(
+        node.read("/etc/tuned/tuned-main.conf").unwrap(),
+        "daemon = 1\nreapply_sysctl = 1\ndynamic_tuning = 1\n",
+        "our option is set back, their line stays"
+    );
+    node.run("uninstall-check").expect_code(0);
+}
+
+#[test]
 fn uninstall_without_the_configmap_gives_the_same_node() {
     let node = node(&[("accelerator", "h100")]);
     node.run("config").expect_code(0);
