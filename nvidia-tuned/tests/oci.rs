@@ -449,3 +449,22 @@ fn a_bad_spcx_cc_value_is_bad_input() {
         .expect_output("configMap key \"spcx_cc\" line 1 (\"maybe\"): not a switch");
     before.assert_same(&node.snapshot());
 }
+
+#[test]
+fn a_rail_that_goes_away_loses_its_unit() {
+    let node = gb300_oci();
+    rdma_device(&node, "mlx5_bond_1", "0000:13:00.0", false);
+    node.run("config").expect_code(0);
+    std::fs::remove_dir_all(node.path("/sys/class/infiniband/mlx5_bond_1")).unwrap();
+    node.clear_calls();
+    node.run("config")
+        .expect_code(0)
+        .expect_output("spcx-cc: stopped doca-spcx-cc@mlx5_bond_1.service");
+    assert!(calls_of(&node, "systemctl").contains(&"systemctl disable doca-spcx-cc@mlx5_bond_1.service".to_string()));
+    assert!(
+        !node
+            .path("/etc/systemd/system/multi-user.target.wants/doca-spcx-cc@mlx5_bond_1.service")
+            .is_symlink()
+    );
+    node.run("config-check").expect_code(0);
+}

@@ -180,6 +180,21 @@ pub fn apply(ledger: &mut Ledger, unit_file: &Asset, rules: &Asset, rails: &[Str
         systemd.daemon_reload()?;
         reload_udev(host);
     }
+    let wanted: Vec<String> = rails.iter().map(|r| unit(r)).collect();
+    let gone: Vec<String> = ledger
+        .changes
+        .units
+        .iter()
+        .filter(|u| u.starts_with("doca-spcx-cc@") && !wanted.contains(u))
+        .cloned()
+        .collect();
+    for unit in gone {
+        systemd.stop(&unit)?;
+        systemd.disable(&unit)?;
+        ledger.changes.units.remove(&unit);
+        ledger.save()?;
+        log::info!("{STEP}: stopped {unit}: its rail is no longer there or no longer matches RAIL_GLOB");
+    }
     for rail in rails {
         let unit = unit(rail);
         if !ledger.changes.units.contains(&unit) {
