@@ -468,3 +468,37 @@ fn a_rail_that_goes_away_loses_its_unit() {
     );
     node.run("config-check").expect_code(0);
 }
+
+/// Runs the gate's helper over a fake `/sys/class/net` holding `vfs` VFs and a PF.
+fn wait_for(vfs: usize) -> (i32, String) {
+    let net = tempfile::tempdir().unwrap();
+    for i in 0..vfs {
+        let dev = net.path().join(format!("rdma0v{i}/device"));
+        std::fs::create_dir_all(&dev).unwrap();
+        std::fs::write(dev.join("physfn"), "").unwrap();
+    }
+    std::fs::create_dir_all(net.path().join("rdma0/device")).unwrap();
+    let mut cmd = std::process::Command::new("sh");
+    cmd.arg(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/catalog/files/oci/wait-rdma-vfs.sh"
+    ))
+    .env("SYS_CLASS_NET", net.path());
+    let run = skyhook_testkit::run_command(&mut cmd);
+    (run.code, run.output())
+}
+
+#[test]
+fn the_gate_releases_kubelet_once_the_vfs_are_there_or_have_settled() {
+    let (code, out) = wait_for(4);
+    assert_eq!(code, 0);
+    assert!(
+        out.contains("4 RDMA virtual functions after 0s; kubelet may start"),
+        "{out}"
+    );
+    let started = std::time::Instant::now();
+    let (code, out) = wait_for(2);
+    assert_eq!(code, 0, "a degraded NIC never holds the node back");
+    assert!(out.contains("the count stays at 2 of 4 after 10s"), "{out}");
+    assert!(started.elapsed() < std::time::Duration::from_secs(30));
+}
