@@ -4,12 +4,13 @@
 //! `generic` ignoring intent and service; each refusal exits 2 with the node unchanged,
 //! and uninstall gives back the node as it was.
 
+mod before;
 #[path = "../../tuned/tests/common/mod.rs"]
 mod common;
 
 use common::*;
 use skyhook_core::os::distro::fixtures;
-use skyhook_testkit::{Node, Tree};
+use skyhook_testkit::Node;
 
 const UBUNTU_2604: &str = "PRETTY_NAME=\"Ubuntu 26.04 LTS\"\nNAME=\"Ubuntu\"\nVERSION_ID=\"26.04\"\nID=ubuntu\nID_LIKE=debian\nUBUNTU_CODENAME=resolute\n";
 
@@ -238,24 +239,7 @@ fn uninstall_is_exact(os_release: &str, keys: &[(&str, &str)]) {
     let node = debian(None);
     node.file("/etc/os-release", os_release);
     node.file("/etc/tuned/tuned-main.conf", "daemon = 1\nreapply_sysctl = 1\n");
-    for dir in [
-        "/etc/systemd/system/multi-user.target.wants",
-        "/etc/default/grub.d",
-        "/usr/lib",
-        "/usr/sbin",
-        "/var/lib",
-        "/var/log",
-        "/run",
-    ] {
-        std::fs::create_dir_all(node.path(dir)).unwrap();
-    }
-    let tuned_own = [
-        "etc/tuned/active_profile",
-        "etc/tuned/profile_mode",
-        "run/tuned",
-        "var/log/tuned",
-    ];
-    let before = Tree::of_except(&node.path("/"), &tuned_own);
+    let before = before::snapshot(&node);
     for (k, v) in keys {
         node.configmap(k, v);
     }
@@ -263,7 +247,7 @@ fn uninstall_is_exact(os_release: &str, keys: &[(&str, &str)]) {
     node.run("config").expect_code(0);
     node.run("uninstall").expect_code(0);
     node.run("uninstall-check").expect_code(0);
-    before.assert_same(&Tree::of_except(&node.path("/"), &tuned_own));
+    before::assert_as(&node, &before);
 }
 
 #[test]

@@ -3,12 +3,13 @@
 //! override and fallback, optional sysctls, reconcile when the intent changes, exact
 //! uninstall, bad input refused with the node unchanged.
 
+mod before;
 #[path = "../../tuned/tests/common/mod.rs"]
 mod common;
 
 use common::*;
 use skyhook_core::os::distro::fixtures;
-use skyhook_testkit::{Node, Tree};
+use skyhook_testkit::Node;
 
 /// An Ubuntu 22.04 node with tuned 2.21 installed and running, configMap `keys`.
 fn node(keys: &[(&str, &str)]) -> Node {
@@ -160,24 +161,7 @@ fn uninstall_leaves_the_node_as_before_install() {
         "/etc/tuned/tuned-main.conf",
         "# site settings\ndaemon = 1\nreapply_sysctl = 1\n",
     );
-    // Directories every node has; tuned's own state (active profile, pid) is tuned's.
-    for dir in [
-        "/etc/systemd/system/multi-user.target.wants",
-        "/usr/lib",
-        "/usr/sbin",
-        "/var/lib",
-        "/var/log",
-        "/run",
-    ] {
-        std::fs::create_dir_all(node.path(dir)).unwrap();
-    }
-    let tuned_own = [
-        "etc/tuned/active_profile",
-        "etc/tuned/profile_mode",
-        "run/tuned",
-        "var/log/tuned",
-    ];
-    let before = Tree::of_except(&node.path("/"), &tuned_own);
+    let before = before::snapshot(&node);
     node.configmap("accelerator", "gb200").configmap("service", "eks");
     node.run("apply").expect_code(0);
     node.run("config").expect_code(0);
@@ -188,7 +172,7 @@ fn uninstall_leaves_the_node_as_before_install() {
     );
     node.run("uninstall").expect_code(0);
     node.run("uninstall-check").expect_code(0);
-    before.assert_same(&Tree::of_except(&node.path("/"), &tuned_own));
+    before::assert_as(&node, &before);
 }
 
 #[test]

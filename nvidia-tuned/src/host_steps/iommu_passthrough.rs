@@ -92,17 +92,10 @@ pub fn apply(ledger: &mut Ledger, want: bool) -> Result<Interrupt> {
 
 /// Takes the drop-in back; a reboot when it was there.
 pub fn remove(ledger: &mut Ledger) -> Result<Interrupt> {
-    if ledger.paths_of(STEP).is_empty() {
-        return Ok(Interrupt::NoOp);
-    }
-    ledger.owe_regeneration()?;
-    if ledger.give_back_step(STEP, &[])? {
-        log::info!(
-            "iommu-passthrough: took {DROP_IN} back; IOMMU passthrough returns at the next boot (needs a reboot)"
-        );
-        return Ok(Interrupt::Reboot);
-    }
-    Ok(Interrupt::NoOp)
+    ledger.give_back_boot_drop_in(
+        STEP,
+        &format!("took {DROP_IN} back; IOMMU passthrough returns at the next boot"),
+    )
 }
 
 /// What is unmet. Before the reboot: the drop-in as wanted. After it (`booted`): the

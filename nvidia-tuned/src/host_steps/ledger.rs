@@ -14,7 +14,7 @@ use serde::{Deserialize, Serialize};
 use skyhook_core::records::footprint::Footprint;
 use skyhook_core::records::original::SavedFile;
 use skyhook_core::records::state::{Record, StateStore};
-use skyhook_core::{Host, Result};
+use skyhook_core::{Host, Interrupt, Result};
 
 /// The state kind of the host steps' record.
 pub const STATE_KIND: &str = "nvidia-tuned-host-steps";
@@ -143,6 +143,21 @@ impl<'h> Ledger<'h> {
             }
         }
         Ok(changed)
+    }
+
+    /// Takes back the GRUB drop-in(s) `step` wrote, owing a regeneration first;
+    /// returns [`Interrupt::Reboot`] when one changed (the kernel command line of the
+    /// next boot differs), logging `done` under the step's name.
+    pub fn give_back_boot_drop_in(&mut self, step: &str, done: &str) -> Result<Interrupt> {
+        if self.paths_of(step).is_empty() {
+            return Ok(Interrupt::NoOp);
+        }
+        self.owe_regeneration()?;
+        if self.give_back_step(step, &[])? {
+            log::info!("{step}: {done} (needs a reboot)");
+            return Ok(Interrupt::Reboot);
+        }
+        Ok(Interrupt::NoOp)
     }
 
     /// Records that the boot configuration must be regenerated (before the change).

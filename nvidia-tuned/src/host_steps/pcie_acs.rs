@@ -115,17 +115,10 @@ pub fn apply(ledger: &mut Ledger) -> Result<Interrupt> {
 /// Takes the drop-in back (uninstall, `CONFIGURE_PCIE_ACS=false`, a pair that ships
 /// no correction); a reboot when it changed. The caller regenerates.
 pub fn remove(ledger: &mut Ledger) -> Result<Interrupt> {
-    if ledger.paths_of(STEP).is_empty() {
-        return Ok(Interrupt::NoOp);
-    }
-    ledger.owe_regeneration()?;
-    if ledger.give_back_step(STEP, &[])? {
-        log::info!(
-            "pcie-acs: took {DROP_IN} back; the node's own ACS settings return at the next boot (needs a reboot)"
-        );
-        return Ok(Interrupt::Reboot);
-    }
-    Ok(Interrupt::NoOp)
+    ledger.give_back_boot_drop_in(
+        STEP,
+        &format!("took {DROP_IN} back; the node's own ACS settings return at the next boot"),
+    )
 }
 
 /// What is unmet. Before the reboot: ACS correct, or the drop-in active. After it
