@@ -4,7 +4,7 @@
 //! engine in process. The configMap keys (`accelerator`, `intent`, `service`), the
 //! profile names and include chain are the original's (see README.md).
 //!
-//! Modules: [`catalog`] the embedded profile catalog, [`request`] the configMap keys,
+//! Modules: [`catalog`](mod@catalog) the embedded profile catalog, [`request`] the configMap keys,
 //! [`accelerator`] the node's accelerator, [`desired`] the tuned request for this
 //! node, [`main_conf`] the tuned-main.conf options, [`legacy`] what the bash version left, [`effective`] the reviewable
 //! settings of each combination (`skyhook_core::profile::Catalog`), [`host_steps`] the
