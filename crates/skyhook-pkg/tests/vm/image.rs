@@ -4,10 +4,15 @@
 //! `image-arm64/`; a sparse raw disk; each test boots a copy-on-write qcow2 overlay
 //! of it).
 //!
-//! 1. `debootstrap --arch` a Debian bookworm root with systemd, a kernel and GRUB
-//!    ([`Arch::boot_packages`]); for a foreign architecture (arm64 here) debootstrap's
-//!    second stage and every chroot step run under qemu-user, through
-//!    `ci/with-qemu-binfmt` (which takes its binfmt registration back afterwards);
+//! 1. The root: on this machine's architecture, `debootstrap` with systemd, a kernel
+//!    and GRUB ([`Arch::boot_packages`]); for a foreign architecture (arm64 here), a
+//!    copy of the chroot tier's cached Debian root of that architecture
+//!    (`chroot/debian.rs`: minbase with systemd and python3, built by debootstrap
+//!    under qemu-user when the cache has none), to which the set-up adds the image's
+//!    packages with `apt-get install --no-install-recommends` — what debootstrap's
+//!    `--include` adds, without a second emulated second stage. Every chroot step of
+//!    a foreign root runs under qemu-user, through `ci/with-qemu-binfmt` (which takes
+//!    its binfmt registration back afterwards);
 //! 2. set it up: the dependencies of the packages the scenarios install (not the
 //!    packages themselves), fstab by UUID, DHCP through systemd-networkd (qemu's user
 //!    network, DNS at 10.0.2.3), serial console, GRUB without a menu delay, apt timers
@@ -16,14 +21,15 @@
 //!    after an empty EFI system partition);
 //! 4. provisioning boot with `-kernel/-initrd` that runs `grub-install`
 //!    ([`Arch::grub_install`]: BIOS GRUB in the MBR gap, or GRUB EFI on the ESP) and
-//!    `update-grub` in the guest and rebuilds the initrd with `MODULES=dep` (the
-//!    guest's own drivers only: an initrd rebuild — installing kdump-tools, kdump's
-//!    own initrd — then takes 1 min under TCG instead of nearly 3), then a boot
+//!    `update-grub` in the guest; on x86_64 it also rebuilds the initrd with
+//!    `MODULES=dep` (the guest's own drivers only: an initrd rebuild — installing
+//!    kdump-tools, kdump's own initrd — then takes 1 min under TCG instead of nearly
+//!    3); arm64 keeps the build's small initrd ([`initrd_commands`]). Then a boot
 //!    through GRUB that proves the disk boots.
 //!
 //! The key is the hash of this recipe: the architecture, this file, arch.rs, disk.rs,
-//! the guest files and the mirror. Any change to them builds a new image (and removes
-//! the architecture's old ones).
+//! the chroot tier's root recipe, the guest files and the mirror. Any change to them
+//! builds a new image (and removes the architecture's old ones).
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -31,8 +37,9 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use crate::arch::Arch;
+use crate::emulation::Emulation;
 use crate::qemu::{DirectKernel, Qemu};
-use crate::{apt_sources, cache, disk, vm};
+use crate::{apt_sources, cache, debian, disk, vm};
 
 /// The Debian release of the guest.
 const SUITE: &str = "bookworm";
@@ -94,6 +101,7 @@ fn recipe(arch: Arch) -> String {
         include_str!("image.rs"),
         include_str!("arch.rs"),
         include_str!("disk.rs"),
+        include_str!("../chroot/debian.rs"),
         RUNNER,
         RUNNER_UNIT,
         &mirror().unwrap_or_default(),
@@ -138,7 +146,7 @@ pub fn base(cache_dir: &Path, qemu: &Qemu) -> Result<Image, String> {
     let rootfs = tmp.join("rootfs");
     debootstrap(arch, &rootfs, &tmp.join("debootstrap.log"))?;
     let bootstrapped = started.elapsed();
-    eprintln!("vm: {} debootstrap done in {bootstrapped:.0?}", arch.name());
+    eprintln!("vm: {} root ready in {bootstrapped:.0?}", arch.name());
     set_up(arch, &rootfs)?;
     let kernel = DirectKernel {
         kernel: copy_boot_file(&rootfs, "vmlinuz-", &tmp.join("vmlinuz"))?,
@@ -155,7 +163,7 @@ pub fn base(cache_dir: &Path, qemu: &Qemu) -> Result<Image, String> {
         cache::remove(&tmp.join(f))?;
     }
     let timings = format!(
-        "debootstrap {:.0?}, disk made at {:.0?}, provisioned at {:.0?}\n",
+        "root {:.0?}, set up and disk made at {:.0?}, provisioned at {:.0?}\n",
         bootstrapped,
         made,
         started.elapsed()
@@ -203,8 +211,7 @@ fn host_command(arch: Arch, program: &str) -> Command {
 /// The initramfs settings of a foreign root's build, where every program runs under
 /// qemu-user: Debian's `MODULES=most` takes 20 min per initrd there (measured: the
 /// kernel's postinst and initramfs-tools' trigger each build one), the guest's own
-/// drivers only take seconds. The provisioning boot removes both files
-/// ([`BUILD_INITRAMFS_FILES`]) and rebuilds the initrd with `MODULES=dep`.
+/// drivers only take seconds. The arm64 image keeps them ([`initrd_commands`]).
 const BUILD_INITRAMFS: [(&str, &str); 2] = [
     ("/etc/initramfs-tools/conf.d/skyhook-vm-build", "MODULES=list\n"),
     (
@@ -216,45 +223,71 @@ const BUILD_INITRAMFS: [(&str, &str); 2] = [
          manual_add_modules virtio_pci virtio_blk ext4\n",
     ),
 ];
-/// [`BUILD_INITRAMFS`]'s paths, for the provisioning boot's `rm -f`.
-const BUILD_INITRAMFS_FILES: &str =
-    "/etc/initramfs-tools/conf.d/skyhook-vm-build /etc/initramfs-tools/hooks/skyhook-vm-build";
 
-/// debootstrap of the guest's root: in one go on this machine's architecture; for a
-/// foreign one, the first stage here, then [`BUILD_INITRAMFS`], then the second stage
-/// in the root under qemu-user.
+/// The provisioning boot's commands for the image's initrd. x86_64 (a native root,
+/// built with Debian's `MODULES=most`) rebuilds it with `MODULES=dep`, the guest's
+/// own drivers: its kdump scenario installs kdump-tools, which rebuilds the initrd
+/// and builds kdump's own. arm64 keeps the foreign build's `MODULES=list` initrd
+/// ([`BUILD_INITRAMFS`]): its only scenario (tuning) installs nothing that builds an
+/// initrd, and the rebuild under TCG took minutes of the image build.
+fn initrd_commands(arch: Arch) -> &'static str {
+    match arch {
+        Arch::X86_64 => {
+            "sed -i 's/^MODULES=.*/MODULES=dep/' /etc/initramfs-tools/initramfs.conf\n\
+             update-initramfs -u\n"
+        }
+        Arch::Arm64 => "",
+    }
+}
+
+/// The guest's root: debootstrap in one go on this machine's architecture; for a
+/// foreign one, a copy of the chroot tier's cached root of that architecture (built
+/// now under qemu-user when the cache has none) with [`BUILD_INITRAMFS`], which the
+/// set-up completes ([`complete_foreign_root`]).
 fn debootstrap(arch: Arch, rootfs: &Path, log: &Path) -> Result<(), String> {
-    let mirror = mirror();
-    let include: Vec<&str> = INCLUDE.iter().copied().chain(arch.boot_packages()).collect();
-    let mut first = Command::new("debootstrap");
-    first
-        .arg(format!("--arch={}", arch.debian()))
-        .args(["--variant=minbase", &format!("--include={}", include.join(","))])
-        .args((!arch.is_native()).then_some("--foreign"))
-        .arg(SUITE)
-        .arg(rootfs)
-        .args(&mirror);
-    let text = logged(&mut first, log, "")?;
     if !arch.is_native() {
+        let base = {
+            let _emulation = Emulation::start();
+            debian::cached_root_of(arch.debian())
+        };
+        eprintln!("vm: {} root from the chroot tier's {}", arch.name(), base.display());
+        cache::run(Command::new("cp").arg("-a").arg(base).arg(rootfs))?;
         for (path, content) in BUILD_INITRAMFS {
             write(rootfs, path, content, 0o755)?;
         }
-        let mut second = host_command(arch, "chroot");
-        second.arg(rootfs).args(["/debootstrap/debootstrap", "--second-stage"]);
-        logged(&mut second, log, &text)?;
+        return Ok(());
     }
-    Ok(())
+    let include: Vec<&str> = INCLUDE.iter().copied().chain(arch.boot_packages()).collect();
+    let mut cmd = Command::new("debootstrap");
+    cmd.arg(format!("--arch={}", arch.debian()))
+        .args(["--variant=minbase", &format!("--include={}", include.join(","))])
+        .arg(SUITE)
+        .arg(rootfs)
+        .args(mirror());
+    logged(&mut cmd, log)
 }
 
-/// Runs one debootstrap stage, its output appended to `before` in `log`; a failure
-/// names the mirror and shows the log's tail.
-fn logged(cmd: &mut Command, log: &Path, before: &str) -> Result<String, String> {
+/// Adds to a foreign root copied from the chroot tier what debootstrap's `--include`
+/// would have: [`INCLUDE`] and the boot packages, their dependencies but not their
+/// recommendations (as debootstrap), no service started in the chroot (policy-rc.d).
+fn complete_foreign_root(arch: Arch, rootfs: &Path) -> Result<(), String> {
+    const POLICY: &str = "/usr/sbin/policy-rc.d";
+    write(rootfs, POLICY, "#!/bin/sh\nexit 101\n", 0o755)?;
+    let mut install = vec!["apt-get", "install", "-y", "-q", "--no-install-recommends"];
+    install.extend(INCLUDE.iter().copied().chain(arch.boot_packages()));
+    chroot(arch, rootfs, &install)?;
+    cache::remove(&rootfs.join(POLICY.trim_start_matches('/')))
+}
+
+/// Runs debootstrap, its output in `log`; a failure names the mirror and shows the
+/// log's tail.
+fn logged(cmd: &mut Command, log: &Path) -> Result<(), String> {
     let out = cmd
         .env("DEBIAN_FRONTEND", "noninteractive")
         .output()
         .map_err(|e| format!("cannot run {}: {e}", cache::show(cmd)))?;
     let text = format!(
-        "{before}{}{}",
+        "{}{}",
         String::from_utf8_lossy(&out.stdout),
         String::from_utf8_lossy(&out.stderr)
     );
@@ -269,7 +302,7 @@ fn logged(cmd: &mut Command, log: &Path, before: &str) -> Result<String, String>
             cache::tail(&text, 20)
         ));
     }
-    Ok(text)
+    Ok(())
 }
 
 fn write(rootfs: &Path, path: &str, text: &str, mode: u32) -> Result<(), String> {
@@ -316,6 +349,9 @@ fn set_up(arch: Arch, rootfs: &Path) -> Result<(), String> {
     }
     // The chroot still has this machine's resolv.conf here.
     chroot(&["apt-get", "update", "-q"])?;
+    if !arch.is_native() {
+        complete_foreign_root(arch, rootfs)?;
+    }
     let of = dependencies_of(arch);
     if !of.is_empty() {
         let mut install = vec!["apt-get", "install", "-y", "-q"];
@@ -415,11 +451,9 @@ fn provision(qemu: &Qemu, raw: &Path, kernel: DirectKernel, work: &Path) -> Resu
             timeout: vm::limit(qemu.arch(), PROVISION_TIMEOUT),
         },
         &format!(
-            "{}update-grub\n\
-             rm -f {BUILD_INITRAMFS_FILES}\n\
-             sed -i 's/^MODULES=.*/MODULES=dep/' /etc/initramfs-tools/initramfs.conf\n\
-             update-initramfs -u\n",
-            qemu.arch().grub_install()
+            "{}update-grub\n{}",
+            qemu.arch().grub_install(),
+            initrd_commands(qemu.arch())
         ),
     )?;
     if install.script.code != 0 {

@@ -5,8 +5,9 @@
 //! - [`arch`]: what differs between x86_64 and arm64 guests.
 //! - [`qemu`]: a private qemu-system-x86_64 or qemu-system-aarch64 (apt-get download +
 //!   dpkg -x into the cache), run under TCG.
-//! - [`image`]: the base disk of each architecture (debootstrap, ext4 behind a
-//!   hand-written MBR, GRUB installed by a provisioning boot: BIOS GRUB on x86_64,
+//! - [`image`]: the base disk of each architecture (debootstrap, or for arm64 the
+//!   chroot tier's cached root ([`debian`]) completed under qemu-user ([`emulation`]);
+//!   ext4 behind a hand-written MBR, GRUB installed by a provisioning boot: BIOS GRUB on x86_64,
 //!   GRUB EFI on its own ESP on arm64), cached and keyed by its recipe.
 //! - [`vm`]: what a scenario uses: [`vm::Vm::new`], [`vm::Vm::boot`] (one boot that runs
 //!   a bash script in the guest and returns its exit code, output and files), asserts.
@@ -22,7 +23,16 @@
 mod apt_sources;
 mod arch;
 mod cache;
+// The chroot tier's cached Debian roots and its qemu-user registration: a foreign
+// guest's image starts from that root (`image`), not from a second emulated
+// debootstrap. Not every item of them is used here.
+#[allow(dead_code)]
+#[path = "../chroot/debian.rs"]
+mod debian;
 mod disk;
+#[allow(dead_code)]
+#[path = "../chroot/emulation.rs"]
+mod emulation;
 mod image;
 mod qemu;
 mod vm;
