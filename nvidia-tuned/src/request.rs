@@ -9,6 +9,7 @@ use skyhook_core::error::excerpt;
 use skyhook_core::{ConfigMaps, Error, Result};
 
 use crate::catalog::Manifest;
+use crate::host_steps::switches::{Flag, flag};
 
 /// The key naming the accelerator (or `auto`).
 pub const ACCELERATOR_KEY: &str = "accelerator";
@@ -117,9 +118,9 @@ impl Request {
 /// in any case; anything else is a problem naming the key.
 fn switch(value: Option<String>, problems: &mut Vec<String>) -> bool {
     let Some(v) = value else { return true };
-    match v.to_ascii_lowercase().as_str() {
-        "on" | "true" | "yes" | "1" => true,
-        "off" | "false" | "no" | "0" => false,
+    match flag(&v) {
+        Flag::On => true,
+        Flag::Off => false,
         _ => {
             problems.push(format!(
                 "configMap key {SPCX_CC_KEY:?} line 1 ({}): not a switch; set it to \"on\" or \"off\"",

@@ -128,16 +128,22 @@ impl Switches {
     }
 }
 
-enum Flag {
+/// A switch's value, as [`flag`] reads it.
+pub(crate) enum Flag {
+    /// Blank.
     Empty,
+    /// `true`, `1`, `yes`, `on`.
     On,
+    /// `false`, `0`, `no`, `off`.
     Off,
+    /// `auto`.
     Auto,
+    /// Anything else.
     Other,
 }
 
 /// A switch's value as upstream spells it (any case, surrounding blanks ignored).
-fn flag(value: &str) -> Flag {
+pub(crate) fn flag(value: &str) -> Flag {
     match value.trim().to_ascii_lowercase().as_str() {
         "" => Flag::Empty,
         "true" | "1" | "yes" | "on" => Flag::On,
