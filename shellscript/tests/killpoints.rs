@@ -30,10 +30,7 @@ fn a_stage_killed_anywhere_converges_on_rerun() {
         .configmap("config.sh", CONFIG)
         .configmap("config_check.sh", CONFIG_CHECK)
         .configmap("uninstall.sh", UNINSTALL);
-    let report = KillPoints::new(&n, "config")
-        .check("config-check")
-        .at_most(10_000)
-        .run();
+    let report = KillPoints::new(&n, "config").check("config-check").every_call().run();
     eprintln!("shellscript {report}");
     assert_eq!(report.stride, 1, "every mutating call is a kill point: {report}");
     report.assert_converged();

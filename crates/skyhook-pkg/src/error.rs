@@ -88,6 +88,9 @@ pub enum ToolError {
     /// `changed` cannot tell what a change is.
     #[error(transparent)]
     Changed(#[from] ChangedError),
+    /// `test --target` cannot run the tests.
+    #[error(transparent)]
+    Test(#[from] TestError),
     /// An SCR package entry's interrupt is refused.
     #[error("package entry {entry:?}: {source} (`skyhook-pkg lint` lists every finding)")]
     Interrupt {
@@ -307,6 +310,39 @@ pub enum ChangedError {
     /// The paths could not be read from standard input.
     #[error("cannot read the changed paths from standard input: {0}")]
     Stdin(#[source] std::io::Error),
+}
+
+/// An error of `test --target`.
+#[derive(Debug, thiserror::Error)]
+pub enum TestError {
+    /// A harness argument that one process per test cannot honour.
+    #[error("test harness argument {argument:?}: {why}")]
+    HarnessArgument {
+        /// The argument given after `--`.
+        argument: String,
+        /// Why it is refused, and what to use instead.
+        why: String,
+    },
+    /// A line of cargo's `--message-format=json` output that is not JSON.
+    #[error("cargo printed a line that is not a JSON message ({why}): {excerpt:?}")]
+    CargoMessage {
+        /// The line's first characters.
+        excerpt: String,
+        /// The parser's answer.
+        why: String,
+    },
+    /// A test binary would not list its tests.
+    #[error(
+        "{} --list failed: {why} (a binary of another architecture runs only under \
+         qemu-user: ci/with-qemu-binfmt aarch64 skyhook-pkg test …)",
+        binary.display()
+    )]
+    List {
+        /// The test binary.
+        binary: PathBuf,
+        /// What happened.
+        why: String,
+    },
 }
 
 /// No toolchain has the standard library of a target: what was tried, and how to

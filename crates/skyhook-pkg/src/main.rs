@@ -125,12 +125,17 @@ enum Command {
         #[arg(long, default_value = "HEAD")]
         head: String,
     },
-    /// Run `cargo test` for a target, built as dist builds it (toolchain, cross linker, static).
+    /// Build the tests for a target as dist builds it (toolchain, cross linker, static)
+    /// and run them one test per process, several processes at a time.
     Test {
         /// Rust target triple of the test binaries.
         #[arg(long)]
         target: String,
-        /// Arguments for `cargo test` (packages, filters, `--` and the harness's).
+        /// How many tests run at once (default: one per core).
+        #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
+        jobs: Option<u16>,
+        /// Arguments for `cargo test` (packages, features), then `--` and the
+        /// harness's (filters, --skip, --ignored, --nocapture).
         #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
         args: Vec<String>,
     },
@@ -162,7 +167,7 @@ fn main() -> ExitCode {
             trees,
         } => notes::run(&package, &version, &trees),
         Command::Changed { paths, base, head } => changed::run(&paths, base.as_deref(), &head),
-        Command::Test { target, args } => test_target::run(&target, &args),
+        Command::Test { target, jobs, args } => test_target::run(&target, jobs.map(usize::from), &args),
         Command::DistSelf { target, out } => dist_self::run(target.as_deref(), &out),
     };
     match result {

@@ -111,12 +111,4 @@ mod tests {
         });
         assert!(t.cpu >= busy && t.wall + Duration::from_millis(1) >= t.cpu, "{t:?}");
     }
-
-    #[test]
-    fn a_child_that_sleeps_costs_little_cpu_time() {
-        let before = children_cpu();
-        let status = std::process::Command::new("sleep").arg("0.2").status().unwrap();
-        assert!(status.success());
-        assert!(children_cpu() - before < Duration::from_millis(150));
-    }
 }

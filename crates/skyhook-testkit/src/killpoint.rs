@@ -12,6 +12,10 @@
 //! step. Legitimately different, hence not compared: the stand-ins' call log
 //! (`calls.log`), timestamps (a [`Tree`] holds none) and whatever a scenario lists
 //! with [`KillPoints::ignoring`] (e.g. a stand-in's log of service restarts).
+//!
+//! [`AT_MOST_VAR`] caps every campaign's kill points for a whole run: the aarch64
+//! step of `.ci/run` sets it, where each step runs under qemu-user emulation and the
+//! native suite has already tried every campaign at all of its points.
 
 use std::path::Path;
 use std::process::Command;
@@ -25,6 +29,11 @@ use crate::{Node, Tree, limited};
 const MUTATING: &str = "?rename,?renameat,renameat2,?unlink,unlinkat,?mkdir,mkdirat,?rmdir,\
 write,pwrite64,writev,fsync,fdatasync,fchmod,fchmodat,?fchmodat2,?chmod,openat,?open,?creat,\
 execve,clone,clone3,?fork,?vfork,?symlink,symlinkat,?link,linkat,ftruncate,?truncate";
+
+/// The environment variable that caps the kill points of every campaign in this
+/// process (a positive integer; campaigns made with [`KillPoints::every_call`] are
+/// exempt): a sample spread evenly over each run instead of up to [`KillPoints::at_most`].
+pub const AT_MOST_VAR: &str = "SKYHOOK_KILL_POINTS_AT_MOST";
 
 /// How long one run of a step may take before the harness calls it hung.
 const STEP_LIMIT: Duration = Duration::from_secs(60);
@@ -49,6 +58,7 @@ pub struct KillPoints<'a> {
     mode: String,
     check: Option<String>,
     at_most: usize,
+    every_call: bool,
     ignore: Vec<String>,
 }
 
@@ -78,6 +88,7 @@ impl<'a> KillPoints<'a> {
             mode: mode.into(),
             check: None,
             at_most: 40,
+            every_call: false,
             ignore: Vec::new(),
         }
     }
@@ -94,6 +105,13 @@ impl<'a> KillPoints<'a> {
         self
     }
 
+    /// A kill point at every mutating call, whatever [`AT_MOST_VAR`] says: for a
+    /// campaign whose test holds that every call was tried.
+    pub fn every_call(mut self) -> Self {
+        self.every_call = true;
+        self
+    }
+
     /// Leaves a stand-in file (relative to the commands directory) out of the
     /// comparison, because a rerun legitimately changes it.
     pub fn ignoring(mut self, path: &str) -> Self {
@@ -107,7 +125,8 @@ impl<'a> KillPoints<'a> {
         let calls = self.enumerate();
         let expected = self.state();
         self.require_check("the uninterrupted run");
-        let stride = calls.len().div_ceil(self.at_most).max(1);
+        let budget = budget(self.at_most, self.every_call, cap_from_env());
+        let stride = calls.len().div_ceil(budget).max(1);
         let mut report = Report {
             mode: self.mode.clone(),
             mutating: calls.len(),
@@ -263,6 +282,30 @@ impl std::fmt::Display for Report {
             "{}: {} mutating calls, {} kill points tried (every {}), {} converged",
             self.mode, self.mutating, self.tried, self.stride, self.converged
         )
+    }
+}
+
+/// How many kill points a campaign may place: `at_most`, lowered to `cap`
+/// ([`AT_MOST_VAR`]) unless the campaign tries `every_call`.
+fn budget(at_most: usize, every_call: bool, cap: Option<usize>) -> usize {
+    match (every_call, cap) {
+        (true, _) => usize::MAX,
+        (false, Some(cap)) => at_most.min(cap),
+        (false, None) => at_most,
+    }
+}
+
+/// [`AT_MOST_VAR`]'s value; panics, naming the variable, when it is not a positive
+/// integer.
+fn cap_from_env() -> Option<usize> {
+    let value = std::env::var_os(AT_MOST_VAR)?;
+    let text = value.to_string_lossy();
+    match text.trim().parse::<usize>() {
+        Ok(n) if n > 0 => Some(n),
+        _ => panic!(
+            "{AT_MOST_VAR}={:?}: not a number of kill points; set a positive integer or unset it",
+            text.chars().take(40).collect::<String>()
+        ),
     }
 }
 
@@ -450,5 +493,17 @@ mod tests {
             .collect();
         let expected = [("openat", 1), ("openat", 2), ("write", 2)];
         assert_eq!(calls, expected.map(|(name, o)| (name.to_string(), o)));
+    }
+
+    #[test]
+    fn the_cap_lowers_a_campaigns_kill_points_but_not_one_that_tries_every_call() {
+        assert_eq!(budget(40, false, None), 40);
+        assert_eq!(budget(40, false, Some(8)), 8);
+        assert_eq!(
+            budget(5, false, Some(8)),
+            5,
+            "a cap never raises a campaign's own figure"
+        );
+        assert_eq!(budget(40, true, Some(8)), usize::MAX);
     }
 }

@@ -1,0 +1,191 @@
+// SPDX-License-Identifier: Apache-2.0
+//! `skyhook-pkg test --target <triple> [--jobs N] [cargo test arguments] [-- harness
+//! arguments]`: the workspace's tests built for another target exactly as `dist`
+//! builds the packages (the toolchain that has the target's standard library, the
+//! cross linker, `+crt-static`), then run **one test per process, N at a time**
+//! ([`pool`]). Binaries of another architecture run where the kernel can run them:
+//! on such a machine, or under qemu-user registered with binfmt_misc
+//! (`ci/with-qemu-binfmt aarch64 skyhook-pkg test --target aarch64-unknown-linux-gnu …`).
+//!
+//! Why one test per process: under qemu-user, a fork in a multi-threaded guest can
+//! deadlock the child before its exec (seen once: a forked child waiting on a futex
+//! for minutes, the run hung). A test alone in its process (`--test-threads=1`) forks
+//! while no other guest thread holds a lock, and several such processes at once use
+//! the machine's cores again. A test still running after [`TEST_LIMIT`] is killed and
+//! counted as failed. Doctests are not run (cargo runs them only for the host).
+
+mod harness;
+mod pool;
+
+use std::path::{Path, PathBuf};
+use std::process::Stdio;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+
+use crate::error::{TestError, ToolError};
+use crate::{dist, workspace};
+use harness::Harness;
+use pool::{Binary, Test};
+
+/// How long one test may run (under emulation, the longest kill-point campaign of
+/// the workspace takes about 3 min on the development machine).
+const TEST_LIMIT: Duration = Duration::from_secs(15 * 60);
+
+/// Builds the tests for `target` with the cargo arguments of `args` and runs those
+/// the harness arguments (after `--`) choose, `jobs` at a time (default: one per
+/// core); true when every test passed.
+pub fn run(target: &str, jobs: Option<usize>, args: &[String]) -> Result<bool, ToolError> {
+    let (cargo_args, harness_args) = match args.iter().position(|a| a == "--") {
+        Some(at) => (&args[..at], &args[at + 1..]),
+        None => (args, &[][..]),
+    };
+    let harness = Harness::parse(harness_args)?;
+    let Some(binaries) = build(target, cargo_args)? else {
+        return Ok(false);
+    };
+    let mut tests = Vec::new();
+    for binary in &binaries {
+        for name in list(binary, &harness.selection)? {
+            tests.push(Test { binary, name });
+        }
+    }
+    let jobs = jobs.unwrap_or_else(|| std::thread::available_parallelism().map_or(1, |n| n.get()));
+    println!(
+        "{} tests of {} binaries for {target}, each in its own process, {jobs} at a time",
+        tests.len(),
+        binaries.len()
+    );
+    let started = Instant::now();
+    let summary = pool::run(&tests, &harness.mode, jobs, TEST_LIMIT);
+    let minutes = started.elapsed().as_secs() / 60;
+    let seconds = started.elapsed().as_secs() % 60;
+    println!(
+        "\n{target}: {} passed, {} failed, {} ignored, in {minutes} min {seconds} s",
+        summary.passed,
+        summary.failed.len(),
+        summary.ignored
+    );
+    for failed in &summary.failed {
+        println!("    failed: {failed}");
+    }
+    Ok(summary.failed.is_empty())
+}
+
+/// `cargo test --no-run` for `target`: the test binaries it built, by label; `None`
+/// when the build failed (cargo has said why).
+fn build(target: &str, cargo_args: &[String]) -> Result<Option<Vec<Binary>>, ToolError> {
+    let mut cmd = dist::cargo_for(&workspace::root(), "test", target)?;
+    cmd.args(["--no-run", "--message-format=json-render-diagnostics"])
+        .args(cargo_args)
+        .stdout(Stdio::piped())
+        .stderr(Stdio::inherit());
+    let out = cmd
+        .output()
+        .map_err(|e| ToolError::spawn(format!("{} test --no-run", cmd.get_program().to_string_lossy()), e))?;
+    if !out.status.success() {
+        eprintln!("error: the tests for {target} did not build ({})", out.status);
+        return Ok(None);
+    }
+    let mut binaries = test_binaries(&String::from_utf8_lossy(&out.stdout))?;
+    binaries.sort_by(|a, b| a.label.cmp(&b.label));
+    Ok(Some(binaries))
+}
+
+/// The test executables among cargo's JSON messages.
+fn test_binaries(messages: &str) -> Result<Vec<Binary>, TestError> {
+    let mut binaries = Vec::new();
+    for line in messages.lines().filter(|l| !l.trim().is_empty()) {
+        let message: Value = serde_json::from_str(line).map_err(|e| TestError::CargoMessage {
+            excerpt: line.chars().take(120).collect(),
+            why: e.to_string(),
+        })?;
+        if message["reason"] != "compiler-artifact" || message["profile"]["test"] != true {
+            continue;
+        }
+        let (Some(executable), Some(manifest)) = (message["executable"].as_str(), message["manifest_path"].as_str())
+        else {
+            continue;
+        };
+        let dir = Path::new(manifest).parent().unwrap_or(Path::new("/")).to_path_buf();
+        let package = dir
+            .file_name()
+            .map(|n| n.to_string_lossy().into_owned())
+            .unwrap_or_default();
+        let kind = message["target"]["kind"][0].as_str().unwrap_or("?");
+        let name = message["target"]["name"].as_str().unwrap_or("?");
+        let label = match kind {
+            "lib" | "proc-macro" => format!("{package} lib"),
+            "test" => format!("{package} tests/{name}"),
+            other => format!("{package} {other} {name}"),
+        };
+        binaries.push(Binary {
+            executable: PathBuf::from(executable),
+            dir,
+            label,
+        });
+    }
+    Ok(binaries)
+}
+
+/// The names of the tests of `binary` that `selection` chooses (`--list`).
+fn list(binary: &Binary, selection: &[String]) -> Result<Vec<String>, TestError> {
+    let out = binary
+        .command()
+        .args(["--list", "--format", "terse"])
+        .args(selection)
+        .stdin(Stdio::null())
+        .output()
+        .map_err(|e| TestError::List {
+            binary: binary.executable.clone(),
+            why: e.to_string(),
+        })?;
+    if !out.status.success() {
+        let text = String::from_utf8_lossy(&out.stderr);
+        return Err(TestError::List {
+            binary: binary.executable.clone(),
+            why: format!("{}: {}", out.status, text.chars().take(400).collect::<String>()),
+        });
+    }
+    Ok(String::from_utf8_lossy(&out.stdout)
+        .lines()
+        .filter_map(|l| l.strip_suffix(": test"))
+        .map(str::to_string)
+        .collect())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_test_binaries_are_the_artifacts_of_the_test_profile_that_have_an_executable() {
+        let messages = r#"{"reason":"compiler-artifact","package_id":"path+file:///w/tuning#2.1.0","manifest_path":"/w/tuning/Cargo.toml","target":{"kind":["test"],"name":"killpoints"},"profile":{"test":true},"executable":"/t/debug/deps/killpoints-1"}
+{"reason":"compiler-artifact","manifest_path":"/w/tuning/Cargo.toml","target":{"kind":["lib"],"name":"tuning"},"profile":{"test":false},"executable":null}
+{"reason":"compiler-artifact","manifest_path":"/w/crates/skyhook-core/Cargo.toml","target":{"kind":["lib"],"name":"skyhook_core"},"profile":{"test":true},"executable":"/t/debug/deps/skyhook_core-2"}
+{"reason":"build-finished","success":true}
+"#;
+        let binaries = test_binaries(messages).unwrap();
+        let found: Vec<(&str, &Path, &Path)> = binaries
+            .iter()
+            .map(|b| (b.label.as_str(), b.executable.as_path(), b.dir.as_path()))
+            .collect();
+        assert_eq!(
+            found,
+            [
+                (
+                    "tuning tests/killpoints",
+                    Path::new("/t/debug/deps/killpoints-1"),
+                    Path::new("/w/tuning")
+                ),
+                (
+                    "skyhook-core lib",
+                    Path::new("/t/debug/deps/skyhook_core-2"),
+                    Path::new("/w/crates/skyhook-core")
+                ),
+            ]
+        );
+        let e = test_binaries("not json\n").unwrap_err().to_string();
+        assert!(e.contains("not json"), "{e}");
+    }
+}
