@@ -12,7 +12,7 @@
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::sync::Mutex;
+use std::sync::{Mutex, OnceLock};
 
 use crate::apt_sources;
 
@@ -60,6 +60,9 @@ pub fn must(cmd: &mut Command, why: &str) -> String {
 }
 
 fn ensure_debootstrap() {
+    // Two roots may be built at once: one apt-get at a time.
+    static INSTALLING: Mutex<()> = Mutex::new(());
+    let _one = INSTALLING.lock().unwrap_or_else(|e| e.into_inner());
     if Path::new("/usr/sbin/debootstrap").exists() {
         return;
     }
@@ -75,16 +78,17 @@ fn ensure_debootstrap() {
 }
 
 /// The cached Debian root of `arch` (a Debian architecture), built on first use; a
-/// foreign one needs qemu-user registered with binfmt_misc (see `emulation`).
+/// foreign one needs qemu-user registered with binfmt_misc (see `emulation`). Each
+/// architecture is built under its own lock: the native scenarios go on while the
+/// arm64 root's emulated debootstrap (minutes) runs.
 pub fn cached_root_of(arch: &str) -> &'static Path {
-    static ROOTS: Mutex<BTreeMap<String, &'static Path>> = Mutex::new(BTreeMap::new());
-    let mut roots = ROOTS.lock().unwrap_or_else(|e| e.into_inner());
-    if let Some(root) = roots.get(arch) {
-        return root;
-    }
-    let root: &'static Path = Box::leak(build_root(arch).into_boxed_path());
-    roots.insert(arch.to_string(), root);
-    root
+    static ROOTS: Mutex<BTreeMap<String, &'static OnceLock<PathBuf>>> = Mutex::new(BTreeMap::new());
+    let cell = *ROOTS
+        .lock()
+        .unwrap_or_else(|e| e.into_inner())
+        .entry(arch.to_string())
+        .or_insert_with(|| Box::leak(Box::new(OnceLock::new())));
+    cell.get_or_init(|| build_root(arch))
 }
 
 fn build_root(arch: &str) -> PathBuf {
@@ -117,6 +121,14 @@ fn build_root(arch: &str) -> PathBuf {
         Command::new("chroot").arg(&tmp).args(["apt-get", "clean"]),
         "apt-get clean in the new root",
     );
-    std::fs::rename(&tmp, &dir).expect("move the new root into the cache");
+    if let Err(e) = std::fs::rename(&tmp, &dir) {
+        // Another run built the same root meanwhile: theirs is as good as ours.
+        assert!(
+            dir.join("etc/os-release").exists(),
+            "move the new root {} into the cache: {e}",
+            tmp.display()
+        );
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
     dir
 }

@@ -34,15 +34,22 @@ use debian::must;
 use emulation::Emulation;
 use skyhook_testkit::Tree;
 
+/// The name of a test run's package trees in the temporary directory, before `<pid>-<triple>`.
+const DIST_PREFIX: &str = "skyhook-chroot-dist-";
+
 /// The four packages for `triple`, assembled once per test run (static binaries,
-/// validated, of the target's architecture).
+/// validated, of the target's architecture) into the temporary directory; the
+/// first call also removes the trees of earlier runs whose process has ended.
 fn dist(triple: &str) -> &'static Path {
     static DIST: Mutex<BTreeMap<String, &'static Path>> = Mutex::new(BTreeMap::new());
     let mut trees = DIST.lock().unwrap_or_else(|e| e.into_inner());
     if let Some(out) = trees.get(triple) {
         return out;
     }
-    let out = std::env::temp_dir().join(format!("skyhook-chroot-dist-{}-{triple}", std::process::id()));
+    if trees.is_empty() {
+        remove_trees_of_ended_runs(&std::env::temp_dir());
+    }
+    let out = std::env::temp_dir().join(format!("{DIST_PREFIX}{}-{triple}", std::process::id()));
     must(
         Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
             .args(["dist", "--target", triple, "--out"])
@@ -53,6 +60,21 @@ fn dist(triple: &str) -> &'static Path {
     let out: &'static Path = Box::leak(out.into_boxed_path());
     trees.insert(triple.to_string(), out);
     out
+}
+
+/// Removes `<dir>/skyhook-chroot-dist-<pid>-*` of every `pid` no longer running (a
+/// test process leaves its trees behind: statics are never dropped).
+fn remove_trees_of_ended_runs(dir: &Path) {
+    let Ok(entries) = fs::read_dir(dir) else { return };
+    for entry in entries.flatten() {
+        let name = entry.file_name().to_string_lossy().into_owned();
+        let Some(pid) = name.strip_prefix(DIST_PREFIX).and_then(|rest| rest.split('-').next()) else {
+            continue;
+        };
+        if pid.parse::<u32>().is_ok() && !Path::new("/proc").join(pid).exists() {
+            let _ = fs::remove_dir_all(entry.path());
+        }
+    }
 }
 
 /// The architecture of a scenario's node.
