@@ -21,9 +21,11 @@ pub fn children_cpu() -> Duration {
     cpu_of(&getrusage(UsageWho::RUSAGE_CHILDREN).expect("getrusage(RUSAGE_CHILDREN)"))
 }
 
-/// The CPU time this process used so far (for in-process work).
+/// The CPU time the calling thread used so far (for in-process work, which runs on
+/// it): other threads of the process (a parallel test, a bench harness's own) do not
+/// count.
 pub fn own_cpu() -> Duration {
-    cpu_of(&getrusage(UsageWho::RUSAGE_SELF).expect("getrusage(RUSAGE_SELF)"))
+    cpu_of(&getrusage(UsageWho::RUSAGE_THREAD).expect("getrusage(RUSAGE_THREAD)"))
 }
 
 /// How long one piece of work took: on the clock, and on the CPU.
