@@ -134,10 +134,15 @@ enum Command {
         /// How many tests run at once (default: one per core).
         #[arg(long, value_parser = clap::value_parser!(u16).range(1..))]
         jobs: Option<u16>,
-        /// Arguments for `cargo test` (packages, features), then `--` and the
-        /// harness's (filters, --skip, --ignored, --nocapture).
-        #[arg(trailing_var_arg = true, allow_hyphen_values = true)]
-        args: Vec<String>,
+        /// A package whose tests to run (repeatable; default: cargo's default members).
+        #[arg(short = 'p', long = "package")]
+        packages: Vec<String>,
+        /// Build with `--locked` (Cargo.lock as it is).
+        #[arg(long)]
+        locked: bool,
+        /// After `--`, the test harness's arguments (filters, --skip, --ignored, --nocapture).
+        #[arg(last = true)]
+        harness: Vec<String>,
     },
     /// Build skyhook-pkg itself as dist builds package binaries (release, static).
     DistSelf {
@@ -167,7 +172,20 @@ fn main() -> ExitCode {
             trees,
         } => notes::run(&package, &version, &trees),
         Command::Changed { paths, base, head } => changed::run(&paths, base.as_deref(), &head),
-        Command::Test { target, jobs, args } => test_target::run(&target, jobs.map(usize::from), &args),
+        Command::Test {
+            target,
+            jobs,
+            packages,
+            locked,
+            harness,
+        } => {
+            let cargo: Vec<String> = packages
+                .iter()
+                .flat_map(|p| ["-p".to_string(), p.clone()])
+                .chain(locked.then(|| "--locked".to_string()))
+                .collect();
+            test_target::run(&target, jobs.map(usize::from), &cargo, &harness)
+        }
         Command::DistSelf { target, out } => dist_self::run(target.as_deref(), &out),
     };
     match result {

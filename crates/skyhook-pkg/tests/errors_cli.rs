@@ -48,6 +48,10 @@ fn bad_input_is_exit_2_with_an_error_naming_it_and_what_to_do() {
             &["give either --base or changed paths, not both"],
         ),
         (
+            &["test", "--target", "x86_64-unknown-linux-gnu", "--", "--test-threads=1"],
+            &["test harness argument \"--test-threads=1\"", "--jobs N"],
+        ),
+        (
             &["test", "--target", "riscv64gc-unknown-linux-gnu"],
             &[
                 "no Rust standard library for riscv64gc-unknown-linux-gnu",

@@ -2,7 +2,8 @@
 //! The kill-point harness (crash consistency): runs a mode once under `strace` to
 //! list the step's mutating system calls, then, for each of them (or every Nth),
 //! starts again from the same tree, has strace kill the step with SIGKILL at exactly
-//! that call, runs the mode again normally and requires the node to end exactly where
+//! that call (and then whatever the step had started that still runs, as the end of
+//! the agent's container would), runs the mode again normally and requires the node to end exactly where
 //! the uninterrupted run ended: same host tree (contents, modes, symlinks, live
 //! values in the fake `/proc/sys`, package state), same stand-in state, no
 //! `*.skyhook-tmp*` file anywhere, and the check mode passing.
@@ -177,6 +178,7 @@ impl<'a> KillPoints<'a> {
         if killed.code != Some(128 + 9) {
             return Err(format!("the step was not killed there (exit {:?})", killed.code));
         }
+        kill_leftovers(self.node);
         let rerun = limited::run(self.node.command(&self.mode), STEP_LIMIT);
         if rerun.code != Some(0) {
             return Err(format!(
@@ -282,6 +284,43 @@ impl std::fmt::Display for Report {
             "{}: {} mutating calls, {} kill points tried (every {}), {} converged",
             self.mode, self.mutating, self.tried, self.stride, self.converged
         )
+    }
+}
+
+/// Kills what the killed step had started and left running (a stand-in in the middle
+/// of its work), as the end of the agent's container kills every process in it, and
+/// waits until none is left: otherwise the orphan would race the rerun and could,
+/// for example, leave its own temporary behind after the rerun ended. The leftovers
+/// are the processes whose command line names the node's commands directory or its
+/// host root (a program a stand-in runs on a host path).
+fn kill_leftovers(node: &Node) {
+    let markers = [node.commands_dir(), node.root()].map(|p| p.as_os_str().as_encoded_bytes().to_vec());
+    let own = std::process::id().to_string();
+    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    loop {
+        let mut found = false;
+        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+            let pid = entry.file_name().to_string_lossy().into_owned();
+            if pid == own || !pid.bytes().all(|b| b.is_ascii_digit()) {
+                continue;
+            }
+            let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+                continue;
+            };
+            let names_the_node = markers
+                .iter()
+                .any(|m| cmdline.windows(m.len()).any(|w| w == m.as_slice()));
+            if names_the_node {
+                found = true;
+                if let Ok(pid) = pid.parse::<i32>() {
+                    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+                }
+            }
+        }
+        if !found || std::time::Instant::now() >= deadline {
+            return;
+        }
+        std::thread::sleep(Duration::from_millis(10));
     }
 }
 

@@ -32,14 +32,15 @@ use pool::{Binary, Test};
 /// the workspace takes about 3 min on the development machine).
 const TEST_LIMIT: Duration = Duration::from_secs(15 * 60);
 
-/// Builds the tests for `target` with the cargo arguments of `args` and runs those
-/// the harness arguments (after `--`) choose, `jobs` at a time (default: one per
-/// core); true when every test passed.
-pub fn run(target: &str, jobs: Option<usize>, args: &[String]) -> Result<bool, ToolError> {
-    let (cargo_args, harness_args) = match args.iter().position(|a| a == "--") {
-        Some(at) => (&args[..at], &args[at + 1..]),
-        None => (args, &[][..]),
-    };
+/// Builds the tests for `target` with `cargo_args` and runs those the harness
+/// arguments (given after `--`) choose, `jobs` at a time (default: one per core);
+/// true when every test passed.
+pub fn run(
+    target: &str,
+    jobs: Option<usize>,
+    cargo_args: &[String],
+    harness_args: &[String],
+) -> Result<bool, ToolError> {
     let harness = Harness::parse(harness_args)?;
     let Some(binaries) = build(target, cargo_args)? else {
         return Ok(false);

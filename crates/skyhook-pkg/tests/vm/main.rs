@@ -12,7 +12,7 @@
 //! - [`vm`]: what a scenario uses: [`vm::Vm::new`], [`vm::Vm::boot`] (one boot that runs
 //!   a bash script in the guest and returns its exit code, output and files), asserts.
 //! - one module per scenario: [`smoke`], [`tuning`], [`tuned`], [`kdump`], [`shellscript`],
-//!   [`nvidia`] (nvidia-tuned and nvidia-tuning-gke); [`arm64`] holds the arm64 guest's.
+//!   [`nvidia`] (nvidia-tuned and nvidia-tuning-gke).
 //!
 //! The tests are `#[ignore]`d: the tier needs root, the Debian mirror and minutes of
 //! CPU. Run it with `cargo test -p skyhook-pkg --test vm -- --ignored` (one scenario:
@@ -43,15 +43,3 @@ mod shellscript;
 mod smoke;
 mod tuned;
 mod tuning;
-
-/// The arm64 guest's scenarios, first in the run's order (libtest starts tests in
-/// the order of their names): an arm64 guest takes the tier's longest preparation
-/// (its image completed under qemu-user, its agent built for aarch64), which then
-/// runs beside the x86_64 scenarios' boots instead of after them.
-mod arm64 {
-    #[test]
-    #[ignore = "VM tier: needs root, the Debian mirror and minutes; cargo test -p skyhook-pkg --test vm -- --ignored"]
-    fn tuning() {
-        crate::tuning::scenario(&crate::tuning::ARM64);
-    }
-}

@@ -4,16 +4,15 @@
 //! drop-in for a running test service and kernel arguments; config, a real reboot,
 //! post-interrupt-check on live values; uninstall, a reboot, and the node is as before.
 //!
-//! The same scenario runs on x86_64 ([`tuning`]) and on arm64 (`arm64::tuning` in
-//! `main.rs`, the aarch64 dist tree in an arm64 guest booted by UEFI and GRUB EFI); what
-//! differs is the [`Platform`]: the kernel arguments and the huge pages they reserve
-//! per size.
+//! The same scenario runs on x86_64 ([`tuning`]) and on arm64 ([`tuning_arm64`], the
+//! aarch64 dist tree in an arm64 guest booted by UEFI and GRUB EFI); what differs is the
+//! [`Platform`]: the kernel arguments and the huge pages they reserve per size.
 
 use crate::arch::Arch;
 use crate::vm::Vm;
 
 /// What the scenario asks of one architecture's kernel.
-pub struct Platform {
+struct Platform {
     arch: Arch,
     /// The scenario's machine name.
     name: &'static str,
@@ -38,7 +37,7 @@ const X86_64: Platform = Platform {
 
 /// arm64 with 4k pages (Debian's arm64 kernel): 2M (a PMD) and 64K (contiguous PTEs),
 /// each with its own count.
-pub const ARM64: Platform = Platform {
+const ARM64: Platform = Platform {
     arch: Arch::Arm64,
     name: "tuning-arm64",
     args: &[
@@ -187,9 +186,15 @@ fn tuning() {
     scenario(&X86_64);
 }
 
+#[test]
+#[ignore = "VM tier: needs root, the Debian mirror and minutes; cargo test -p skyhook-pkg --test vm -- --ignored"]
+fn tuning_arm64() {
+    scenario(&ARM64);
+}
+
 /// Three boots: install to the interrupt, after the reboot (then uninstall), after
 /// uninstall and a reboot.
-pub fn scenario(platform: &Platform) {
+fn scenario(platform: &Platform) {
     let mut vm = Vm::new_on(platform.name, platform.arch);
     let grub_conf = platform.args.join("\n") + "\n";
     let configmap: Vec<(&str, &str)> = CONFIGMAP
