@@ -2,8 +2,8 @@
 //! The kill-point harness (crash consistency): runs a mode once under `strace` to
 //! list the step's mutating system calls, then, for each of them (or every Nth),
 //! starts again from the same tree, has strace kill the step with SIGKILL at exactly
-//! that call (and then whatever the step had started that still runs, as the end of
-//! the agent's container would), runs the mode again normally and requires the node to end exactly where
+//! that call, waits until whatever the step had started has ended (host tools finish
+//! their work), runs the mode again normally and requires the node to end exactly where
 //! the uninterrupted run ended: same host tree (contents, modes, symlinks, live
 //! values in the fake `/proc/sys`, package state), same stand-in state, no
 //! `*.skyhook-tmp*` file anywhere, and the check mode passing.
@@ -178,7 +178,7 @@ impl<'a> KillPoints<'a> {
         if killed.code != Some(128 + 9) {
             return Err(format!("the step was not killed there (exit {:?})", killed.code));
         }
-        kill_leftovers(self.node);
+        wait_for_leftovers(self.node);
         let rerun = limited::run(self.node.command(&self.mode), STEP_LIMIT);
         if rerun.code != Some(0) {
             return Err(format!(
@@ -287,41 +287,59 @@ impl std::fmt::Display for Report {
     }
 }
 
-/// Kills what the killed step had started and left running (a stand-in in the middle
-/// of its work), as the end of the agent's container kills every process in it, and
-/// waits until none is left: otherwise the orphan would race the rerun and could,
-/// for example, leave its own temporary behind after the rerun ended. The leftovers
-/// are the processes whose command line names the node's commands directory or its
-/// host root (a program a stand-in runs on a host path).
-fn kill_leftovers(node: &Node) {
+/// Waits until what the killed step had started and left running (a stand-in in the
+/// middle of its work) has ended, before the rerun: otherwise the orphan races the
+/// rerun (seen: a grubby stand-in's temporary left behind after the rerun ended).
+/// The stand-ins play host tools and daemons, which finish their own work when the
+/// step that called them dies; they are not themselves crash-safe, so they are
+/// waited for, not killed (killing one mid-write left a half-written file no real
+/// tool would). Past [`LEFTOVER_LIMIT`] what is left is killed. The leftovers are the
+/// processes whose command line names the node's commands directory or its host root.
+fn wait_for_leftovers(node: &Node) {
     let markers = [node.commands_dir(), node.root()].map(|p| p.as_os_str().as_encoded_bytes().to_vec());
-    let own = std::process::id().to_string();
-    let deadline = std::time::Instant::now() + Duration::from_secs(10);
+    let deadline = std::time::Instant::now() + LEFTOVER_LIMIT;
     loop {
-        let mut found = false;
-        for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
-            let pid = entry.file_name().to_string_lossy().into_owned();
-            if pid == own || !pid.bytes().all(|b| b.is_ascii_digit()) {
-                continue;
-            }
-            let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
-                continue;
-            };
-            let names_the_node = markers
-                .iter()
-                .any(|m| cmdline.windows(m.len()).any(|w| w == m.as_slice()));
-            if names_the_node {
-                found = true;
-                if let Ok(pid) = pid.parse::<i32>() {
-                    let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
-                }
-            }
+        let left = leftovers(&markers);
+        if left.is_empty() {
+            return;
         }
-        if !found || std::time::Instant::now() >= deadline {
+        if std::time::Instant::now() >= deadline {
+            for pid in left {
+                let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
+            }
+            std::thread::sleep(Duration::from_millis(50));
             return;
         }
         std::thread::sleep(Duration::from_millis(10));
     }
+}
+
+/// How long [`wait_for_leftovers`] waits before it kills.
+const LEFTOVER_LIMIT: Duration = Duration::from_secs(20);
+
+/// The pids of the processes (other than this one) whose command line contains one
+/// of `markers`.
+fn leftovers(markers: &[Vec<u8>]) -> Vec<i32> {
+    let own = std::process::id() as i32;
+    let mut found = Vec::new();
+    for entry in std::fs::read_dir("/proc").into_iter().flatten().flatten() {
+        let Ok(pid) = entry.file_name().to_string_lossy().parse::<i32>() else {
+            continue;
+        };
+        if pid == own {
+            continue;
+        }
+        let Ok(cmdline) = std::fs::read(entry.path().join("cmdline")) else {
+            continue;
+        };
+        if markers
+            .iter()
+            .any(|m| cmdline.windows(m.len()).any(|w| w == m.as_slice()))
+        {
+            found.push(pid);
+        }
+    }
+    found
 }
 
 /// How many kill points a campaign may place: `at_most`, lowered to `cap`
