@@ -16,7 +16,7 @@
 //!
 //! [`AT_MOST_VAR`] caps every campaign's kill points for a whole run: the aarch64
 //! step of `.ci/run` sets it, where each step runs under qemu-user emulation and the
-//! native suite has already tried every campaign at all of its points.
+//! native suite has already tried every campaign at up to its own count.
 
 use std::path::Path;
 use std::process::Command;
