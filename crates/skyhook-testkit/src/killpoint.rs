@@ -178,7 +178,7 @@ impl<'a> KillPoints<'a> {
         if killed.code != Some(128 + 9) {
             return Err(format!("the step was not killed there (exit {:?})", killed.code));
         }
-        wait_for_leftovers(self.node);
+        wait_for_leftovers(self.node, LEFTOVER_LIMIT);
         let rerun = limited::run(self.node.command(&self.mode), STEP_LIMIT);
         if rerun.code != Some(0) {
             return Err(format!(
@@ -293,11 +293,12 @@ impl std::fmt::Display for Report {
 /// The stand-ins play host tools and daemons, which finish their own work when the
 /// step that called them dies; they are not themselves crash-safe, so they are
 /// waited for, not killed (killing one mid-write left a half-written file no real
-/// tool would). Past [`LEFTOVER_LIMIT`] what is left is killed. The leftovers are the
-/// processes whose command line names the node's commands directory or its host root.
-fn wait_for_leftovers(node: &Node) {
+/// tool would). Past `limit` ([`LEFTOVER_LIMIT`] in a campaign) what is left is
+/// killed. The leftovers are the processes whose command line names the node's
+/// commands directory or its host root.
+fn wait_for_leftovers(node: &Node, limit: Duration) {
     let markers = [node.commands_dir(), node.root()].map(|p| p.as_os_str().as_encoded_bytes().to_vec());
-    let deadline = std::time::Instant::now() + LEFTOVER_LIMIT;
+    let deadline = std::time::Instant::now() + limit;
     loop {
         let left = leftovers(&markers);
         if left.is_empty() {
@@ -314,7 +315,7 @@ fn wait_for_leftovers(node: &Node) {
     }
 }
 
-/// How long [`wait_for_leftovers`] waits before it kills.
+/// How long [`wait_for_leftovers`] waits in a campaign before it kills.
 const LEFTOVER_LIMIT: Duration = Duration::from_secs(20);
 
 /// The pids of the processes (other than this one) whose command line contains one
@@ -562,5 +563,67 @@ mod tests {
             "a cap never raises a campaign's own figure"
         );
         assert_eq!(budget(40, true, Some(8)), usize::MAX);
+    }
+
+    /// A `sleep` whose command line names a stand-in in `node`'s commands directory
+    /// (its `argv[0]`), as one that the killed step left running would.
+    fn leftover(node: &Node, seconds: &str) -> std::process::Child {
+        use std::os::unix::process::CommandExt;
+        Command::new("sleep")
+            .arg0(node.commands_dir().join("grubby"))
+            .arg(seconds)
+            .spawn()
+            .expect("sleep")
+    }
+
+    #[test]
+    fn the_harness_waits_for_what_the_killed_step_left_running_to_finish() {
+        let n = Node::new("/bin/true");
+        let mut child = leftover(&n, "0.5");
+        let started = std::time::Instant::now();
+        wait_for_leftovers(&n, Duration::from_secs(20));
+        let waited = started.elapsed();
+        let status = child.wait().expect("wait");
+        assert!(
+            status.success(),
+            "the leftover must end by itself, not be killed: {status:?}"
+        );
+        assert!(
+            waited >= Duration::from_millis(400),
+            "the harness returned after {waited:?}, before the leftover had finished"
+        );
+    }
+
+    #[test]
+    fn the_harness_kills_a_leftover_still_running_past_its_limit() {
+        let n = Node::new("/bin/true");
+        let mut child = leftover(&n, "30");
+        let started = std::time::Instant::now();
+        wait_for_leftovers(&n, Duration::from_millis(300));
+        assert!(
+            started.elapsed() < Duration::from_secs(10),
+            "it waited out the leftover"
+        );
+        let status = child.wait().expect("wait");
+        use std::os::unix::process::ExitStatusExt;
+        assert_eq!(status.signal(), Some(9), "the leftover must be killed: {status:?}");
+    }
+
+    #[test]
+    fn a_process_of_another_node_is_not_a_leftover() {
+        let n = Node::new("/bin/true");
+        let other = Node::new("/bin/true");
+        let mut child = leftover(&other, "30");
+        let started = std::time::Instant::now();
+        wait_for_leftovers(&n, Duration::from_secs(20));
+        let waited = started.elapsed();
+        let still_running = child.try_wait().expect("try_wait").is_none();
+        let _ = child.kill();
+        let _ = child.wait();
+        assert!(still_running, "another node's process was killed");
+        assert!(
+            waited < Duration::from_secs(5),
+            "it waited {waited:?} for another node's process"
+        );
     }
 }
