@@ -231,10 +231,10 @@ pub struct Manifest {
 /// Where the bash nvidia-tuned put its profiles (see [`crate::legacy`]).
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize)]
 pub struct Legacy {
-    /// Its base profiles' directory (`/usr/lib/tuned`).
-    pub system_dir: PathBuf,
-    /// Its workload and service profiles' directory (`/etc/tuned`).
-    pub user_dir: PathBuf,
+    /// The directories it put profile directories in: tuned's system and user
+    /// directories of both layouts (`/usr/lib/tuned`, `/etc/tuned`, and their
+    /// `profiles` subdirectories of tuned 2.23 and later).
+    pub dirs: Vec<PathBuf>,
     /// The files it put in a profile directory.
     pub files: Vec<String>,
 }

@@ -3,7 +3,9 @@
 //! node carries only this package's files and uninstall leaves nothing of either:
 //! its base profiles under `/usr/lib/tuned/<name>/`, every workload and service
 //! profile it copied to `/etc/tuned/<name>/` (all combinations, not only the active
-//! one), and the scripts beside them. Only the manifest's file names in directories
+//! one), and the scripts beside them; with tuned 2.23 and later the same under
+//! `/usr/lib/tuned/profiles/` and `/etc/tuned/profiles/`, tuned's directories there.
+//! Only the manifest's file names in directories
 //! of the catalog's own profile names are touched, never a path this package deploys,
 //! and a directory only when that leaves it empty.
 
@@ -42,7 +44,7 @@ pub fn remove(host: &Host, catalog: &Catalog, keep: &BTreeSet<PathBuf>) -> Resul
     let legacy = &catalog.manifest.legacy;
     let mut removed = Vec::new();
     for name in names(catalog) {
-        for dir in [&legacy.system_dir, &legacy.user_dir].map(|d| d.join(&name)) {
+        for dir in legacy.dirs.iter().map(|d| d.join(&name)) {
             if !host.is_dir(&dir) {
                 continue;
             }

@@ -304,6 +304,26 @@ fn auto_refuses_a_node_whose_accelerator_the_catalog_lacks_or_cannot_be_told() {
     before.assert_same(&bare.snapshot());
 }
 
+/// Writes `left` on `node` as the bash nvidia-tuned left them, with `own` (files
+/// of others) beside them, runs config and asserts that `gone` went and `own` stayed.
+fn config_removes_the_bash_versions(node: &Node, left: &[&str], own: &[&str], gone: &[&str]) {
+    for path in left {
+        node.file(path, "[main]\nsummary=bash nvidia-tuned\n");
+    }
+    for path in own {
+        node.file(path, "[main]\n");
+    }
+    node.run("config")
+        .expect_code(0)
+        .expect_output("left by the bash nvidia-tuned");
+    for path in gone {
+        assert!(!node.exists(path), "{path} removed");
+    }
+    for path in own {
+        assert!(node.exists(path), "{path} is not the bash version's: it stays");
+    }
+}
+
 #[test]
 fn a_node_the_bash_version_configured_keeps_only_this_packages_files_and_uninstall_leaves_none() {
     let node = node(&[("accelerator", "h100"), ("intent", "inference"), ("service", "eks")]);
@@ -326,31 +346,23 @@ fn a_node_the_bash_version_configured_keeps_only_this_packages_files_and_uninsta
         "/etc/tuned/aks-h100-inference/script.sh",
         "/etc/tuned/aks-h100-inference/mac-address-policy.sh",
     ];
-    for path in bash {
-        node.file(path, "[main]\nsummary=bash nvidia-tuned\n");
-    }
-    node.file("/etc/tuned/my-own/tuned.conf", "[main]\n");
-    node.run("config")
-        .expect_code(0)
-        .expect_output("left by the bash nvidia-tuned");
-    for gone in [
-        "/usr/lib/tuned/nvidia-base",
-        "/etc/tuned/nvidia-gb200-performance",
-        "/etc/tuned/eks-h100-inference/script.sh",
-        "/etc/tuned/nvidia-generic",
-        "/etc/tuned/nvidia-vr200-noreboot-base",
-        "/etc/tuned/aks-h100-inference",
-    ] {
-        assert!(!node.exists(gone), "{gone} removed");
-    }
+    config_removes_the_bash_versions(
+        &node,
+        &bash,
+        &["/etc/tuned/my-own/tuned.conf"],
+        &[
+            "/usr/lib/tuned/nvidia-base",
+            "/etc/tuned/nvidia-gb200-performance",
+            "/etc/tuned/eks-h100-inference/script.sh",
+            "/etc/tuned/nvidia-generic",
+            "/etc/tuned/nvidia-vr200-noreboot-base",
+            "/etc/tuned/aks-h100-inference",
+        ],
+    );
     assert!(
         profile(&node, "nvidia-h100-inference")
             .unwrap()
             .contains("NVIDIA H100 inference for EKS")
-    );
-    assert!(
-        node.exists("/etc/tuned/my-own/tuned.conf"),
-        "a profile of another name is not touched"
     );
     node.run("config-check").expect_code(0);
     node.run("uninstall").expect_code(0);
@@ -366,6 +378,53 @@ fn a_node_the_bash_version_configured_keeps_only_this_packages_files_and_uninsta
         );
     }
     assert!(node.exists("/etc/tuned/my-own/tuned.conf"));
+}
+
+#[test]
+fn on_tuned_2_23_the_bash_versions_profiles_in_the_profiles_directories_go_too() {
+    let node = debian(Some("2.23.0"));
+    node.configmap("accelerator", "h100");
+    // What a bash nvidia-tuned of 0.3.1 or later left on a node with tuned 2.23 or
+    // later, whose profile directories are the `profiles` subdirectories.
+    let bash = [
+        "/usr/lib/tuned/profiles/nvidia-base/tuned.conf",
+        "/usr/lib/tuned/profiles/nvidia-acs-disable/tuned.conf",
+        "/etc/tuned/profiles/nvidia-h100-performance/tuned.conf",
+        "/etc/tuned/profiles/nvidia-gb200-performance/tuned.conf",
+        "/etc/tuned/profiles/nvidia-gb200-performance/containerd_service.sh",
+        "/etc/tuned/profiles/eks-h100-inference/script.sh",
+    ];
+    config_removes_the_bash_versions(
+        &node,
+        &bash,
+        &[
+            "/usr/lib/tuned/profiles/balanced/tuned.conf",
+            "/etc/tuned/profiles/nvidia-h100-performance/notes.txt",
+        ],
+        &[
+            "/usr/lib/tuned/profiles/nvidia-base",
+            "/usr/lib/tuned/profiles/nvidia-acs-disable",
+            "/etc/tuned/profiles/nvidia-gb200-performance",
+            "/etc/tuned/profiles/eks-h100-inference",
+        ],
+    );
+    let ours = node
+        .read("/etc/tuned/profiles/nvidia-h100-performance/tuned.conf")
+        .expect("this package's profile where tuned 2.23 reads it");
+    assert!(
+        !ours.contains("bash nvidia-tuned"),
+        "ours replaced the bash one: {ours}"
+    );
+    assert!(node.exists("/etc/tuned/profiles/nvidia-base/tuned.conf"));
+    node.run("config-check").expect_code(0);
+    node.run("uninstall").expect_code(0);
+    for name in ["nvidia-base", "nvidia-acs-disable", "nvidia-h100-performance"] {
+        assert!(
+            !node.exists(&format!("/etc/tuned/profiles/{name}/tuned.conf")),
+            "{name} gone after uninstall"
+        );
+    }
+    assert!(node.exists("/etc/tuned/profiles/nvidia-h100-performance/notes.txt"));
 }
 
 #[test]
