@@ -57,6 +57,14 @@ pub enum CatalogError {
         /// The profile including it.
         by: String,
     },
+    /// A file the manifest names that the catalog lacks (a catalog defect).
+    #[error("the catalog has no file {file:?} (named by {by:?})")]
+    MissingFile {
+        /// The file named: a name of `named_files` or a file under `catalog/files/`.
+        file: String,
+        /// Who names it: a profile, a service or a host path.
+        by: String,
+    },
 }
 
 impl CatalogError {
@@ -218,8 +226,12 @@ pub struct Manifest {
     pub major_version_ids: Vec<String>,
     /// Services by name.
     pub services: BTreeMap<String, ServiceEntry>,
-    /// Files deployed with a profile, by profile name.
-    pub profile_files: BTreeMap<String, Vec<FileEntry>>,
+    /// Files deployed with profiles, by a name of the catalog's own
+    /// (`containerd-limitstack`), so that profiles sharing one name it once.
+    #[serde(default)]
+    pub named_files: BTreeMap<String, FileEntry>,
+    /// The [`Manifest::named_files`] deployed with a profile, by profile name.
+    pub profile_files: BTreeMap<String, Vec<String>>,
     /// Sysctls some kernels lack: skipped with a warning there.
     pub optional_sysctls: Vec<String>,
     /// Options set in `/etc/tuned/tuned-main.conf`.
@@ -476,8 +488,8 @@ impl Catalog {
             .files
             .get(format!("files/{source}").as_str())
             .copied()
-            .ok_or_else(|| CatalogError::Missing {
-                profile: source.to_string(),
+            .ok_or_else(|| CatalogError::MissingFile {
+                file: source.to_string(),
                 by: by.to_string(),
             })?;
         Ok(Asset {
@@ -538,7 +550,17 @@ impl Catalog {
             entries.extend(&self.manifest.services[s].files);
         }
         for p in profiles {
-            entries.extend(self.manifest.profile_files.get(&p.name).into_iter().flatten());
+            for name in self.manifest.profile_files.get(&p.name).into_iter().flatten() {
+                let entry = self
+                    .manifest
+                    .named_files
+                    .get(name)
+                    .ok_or_else(|| CatalogError::MissingFile {
+                        file: name.clone(),
+                        by: p.name.clone(),
+                    })?;
+                entries.push(entry);
+            }
         }
         let mut files: Vec<(FileEntry, Vec<u8>)> = Vec::new();
         for f in entries {
@@ -549,8 +571,8 @@ impl Catalog {
                 .files
                 .get(format!("files/{}", f.source).as_str())
                 .copied()
-                .ok_or_else(|| CatalogError::Missing {
-                    profile: f.source.clone(),
+                .ok_or_else(|| CatalogError::MissingFile {
+                    file: f.source.clone(),
                     by: f.path.display().to_string(),
                 })?;
             files.push((f.clone(), bytes.to_vec()));

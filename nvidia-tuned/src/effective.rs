@@ -74,7 +74,7 @@ impl Catalog for NvidiaTuned {
                     .collect();
                 CatalogError::unknown_combination(selection, if same.is_empty() { &shipped } else { &same })
             }
-            Missing::Missing { .. } => CatalogError::Data {
+            Missing::Missing { .. } | Missing::MissingFile { .. } => CatalogError::Data {
                 source_file: "nvidia-tuned/catalog".into(),
                 reason: e.to_string(),
             },

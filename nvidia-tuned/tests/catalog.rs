@@ -104,9 +104,11 @@ fn the_manifest_ships_the_rows_of_this_table() {
 fn every_combination_renders_validates_with_tuned_and_has_a_closed_include_chain() {
     let catalog = Embedded::embedded();
     let mut used = BTreeSet::new();
+    let mut rendered_profiles = BTreeSet::new();
     for choice in catalog.combinations() {
         let r = catalog.render(&choice).unwrap_or_else(|e| panic!("{choice:?}: {e}"));
         let names: Vec<&str> = r.profiles.iter().map(|p| p.name.as_str()).collect();
+        rendered_profiles.extend(names.iter().map(|n| n.to_string()));
         assert_eq!(names[0], r.active, "{choice:?}: the chain starts at the active profile");
         assert!(
             names.last().is_some_and(|base| BASES.contains(base)),
@@ -153,6 +155,40 @@ fn every_combination_renders_validates_with_tuned_and_has_a_closed_include_chain
         .collect();
     let unused: Vec<&String> = shipped.difference(&used).collect();
     assert!(unused.is_empty(), "catalog files no combination uses: {unused:?}");
+
+    let m = &catalog.manifest;
+    let unrendered: Vec<&String> = m
+        .profile_files
+        .keys()
+        .filter(|p| !rendered_profiles.contains(*p))
+        .collect();
+    assert!(
+        unrendered.is_empty(),
+        "profile_files of profiles no chain has: {unrendered:?}"
+    );
+    let named: BTreeSet<&String> = m.profile_files.values().flatten().collect();
+    let unnamed: Vec<&String> = m.named_files.keys().filter(|n| !named.contains(n)).collect();
+    assert!(unnamed.is_empty(), "named_files no profile names: {unnamed:?}");
+}
+
+#[test]
+fn a_profile_file_name_the_catalog_lacks_is_a_catalog_defect_naming_both() {
+    let mut catalog = Embedded::embedded();
+    catalog
+        .manifest
+        .profile_files
+        .insert("nvidia-gb200-performance".into(), vec!["containerd-limitstak".into()]);
+    let choice = nvidia_tuned::catalog::Choice {
+        accelerator: "gb200".into(),
+        intent: "performance".into(),
+        service: None,
+        os: None,
+    };
+    let e = catalog.render(&choice).expect_err("a dangling file name");
+    assert_eq!(
+        e.to_string(),
+        "the catalog has no file \"containerd-limitstak\" (named by \"nvidia-gb200-performance\")"
+    );
 }
 
 /// The effective settings of every combination, one block each.
