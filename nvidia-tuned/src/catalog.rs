@@ -99,9 +99,18 @@ pub struct FileEntry {
     pub takes_effect: String,
     /// Whether it takes effect only after a reboot.
     pub needs_reboot: bool,
-    /// The services to restart for it to take effect (the `service` interrupt).
+    /// The services to restart for it to take effect (the `service` interrupt); one
+    /// that is not running when config deploys the file is left out.
     #[serde(default)]
     pub restart: Vec<String>,
+    /// For a drop-in the container runtime needs: the systemd units that may run the
+    /// runtime on a node (`containerd.service`, RKE2's and K3s's units, which start
+    /// their own containerd). The node decides: the file goes to
+    /// `/etc/systemd/system/<unit>.d/` of each of them installed there, restarting
+    /// that unit, and to `path` (the first unit's) when none is (see
+    /// [`crate::desired`]).
+    #[serde(default)]
+    pub drop_in_units: Vec<String>,
 }
 
 /// A cloud service's wrapper profile, the accelerators it has profiles for and its files.

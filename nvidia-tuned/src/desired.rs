@@ -1,16 +1,18 @@
 // SPDX-License-Identifier: Apache-2.0
 //! What this node gets: the configMap read, the accelerator chosen (by name or
 //! `auto`), the OS override or common fallback picked from `/etc/os-release`, the
-//! catalog rendered, optional sysctls this kernel lacks left out. The result is the
+//! catalog rendered, optional sysctls this kernel lacks left out, the container
+//! runtime's drop-ins placed for the runtime units installed here. The result is the
 //! tuned engine's request: profiles and `tuned_profile` in memory, plus files.
 
 use std::collections::BTreeMap;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 
+use skyhook_core::host::systemd::Systemd;
 use skyhook_core::{ConfigMaps, Error, Host, Interrupt, Result, Step};
 
 use crate::accelerator;
-use crate::catalog::{Catalog, Choice, OsEntry, Rendered, without_sysctls};
+use crate::catalog::{Catalog, Choice, FileEntry, OsEntry, Rendered, without_sysctls};
 use crate::request::Request;
 
 /// The desired state of the node.
@@ -57,6 +59,7 @@ impl Desired {
             .render(&choice)
             .map_err(|e| Error::input(format!("configMap key {:?}: {e}", e.key())))?;
         drop_missing_sysctls(&step.host, &catalog.manifest.optional_sysctls, &mut rendered)?;
+        place_drop_ins(&step.host, &mut rendered)?;
         let chain: Vec<String> = rendered
             .profiles
             .iter()
@@ -108,14 +111,79 @@ impl Desired {
             log::info!("{} takes effect {}", file.path.display(), file.takes_effect);
             needs = needs.combine(if file.needs_reboot {
                 Interrupt::Reboot
-            } else if !file.restart.is_empty() {
-                Interrupt::service(file.restart.iter().cloned())
             } else {
-                Interrupt::NoOp
+                let running = running(host, &file.restart, &file.path)?;
+                if running.is_empty() {
+                    Interrupt::NoOp
+                } else {
+                    Interrupt::service(running)
+                }
             });
         }
         Ok(needs)
     }
+}
+
+/// The services of `restart` to restart for `path`: all but those systemd says are
+/// not running (those read the file when they start; restarting one would start it).
+/// Without a running systemd (a chroot) all of them.
+fn running(host: &Host, restart: &[String], path: &Path) -> Result<Vec<String>> {
+    let systemd = Systemd::new(host);
+    let mut out = Vec::new();
+    for service in restart {
+        if systemd.is_active(service)? == Some(false) {
+            log::info!(
+                "{service} is not running: it reads {} when it starts, so it is not restarted",
+                path.display()
+            );
+        } else {
+            out.push(service.clone());
+        }
+    }
+    Ok(out)
+}
+
+/// Places each drop-in of the container runtime (a file with
+/// [`FileEntry::drop_in_units`]) for this node: into `/etc/systemd/system/<unit>.d/`
+/// of each of its units installed here, each copy restarting its own unit, or at its
+/// `path` as the catalog gives it when none is installed (a node whose runtime comes
+/// later, or a chroot). RKE2 and K3s start their own containerd from their unit, so a
+/// drop-in for `containerd.service` alone would not reach it there (nodewright-packages
+/// #134); an installed unit counts even when it has not started yet (tuned applies
+/// profiles at boot, before the runtime starts).
+fn place_drop_ins(host: &Host, rendered: &mut Rendered) -> Result<()> {
+    let systemd = Systemd::new(host);
+    let mut placed = Vec::new();
+    for (entry, bytes) in std::mem::take(&mut rendered.files) {
+        let mut installed = Vec::new();
+        for unit in &entry.drop_in_units {
+            if systemd.is_installed(unit)? {
+                installed.push(unit.clone());
+            }
+        }
+        let Some(name) = entry.path.file_name().filter(|_| !installed.is_empty()) else {
+            placed.push((entry, bytes));
+            continue;
+        };
+        log::info!(
+            "{} goes to the container runtime units installed here: {}",
+            name.to_string_lossy(),
+            installed.join(", ")
+        );
+        for unit in installed {
+            let service = unit.strip_suffix(".service").unwrap_or(&unit).to_string();
+            let copy = FileEntry {
+                path: Path::new("/etc/systemd/system").join(format!("{unit}.d")).join(name),
+                takes_effect: format!("when {service} restarts (systemctl daemon-reload; systemctl restart {service})"),
+                restart: vec![service],
+                drop_in_units: Vec::new(),
+                ..entry.clone()
+            };
+            placed.push((copy, bytes.clone()));
+        }
+    }
+    rendered.files = placed;
+    Ok(())
 }
 
 /// Says in the log that a self-contained accelerator ignores the intent and service the

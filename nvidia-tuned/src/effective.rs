@@ -120,11 +120,18 @@ pub fn settings_of(rendered: &Rendered, optional: &[String]) -> Effective {
         }
     }
     for (file, bytes) in &rendered.files {
+        let placed = match file.drop_in_units.as_slice() {
+            [] => String::new(),
+            units => format!(
+                "; on a node, in the drop-in directory of each of {} installed there instead",
+                units.join(", ")
+            ),
+        };
         settings.push(Setting {
             kind: SettingKind::DropIn,
             key: file.path.display().to_string(),
             value: String::from_utf8_lossy(bytes).lines().collect::<Vec<_>>().join("\\n"),
-            source: format!("catalog/files/{} ({})", file.source, file.takes_effect),
+            source: format!("catalog/files/{} ({}{placed})", file.source, file.takes_effect),
             needs_reboot: file.needs_reboot,
             optional: false,
         });

@@ -96,6 +96,7 @@ fn bcm_runs_vr200_on_the_bootloader_free_chain_so_no_reboot_is_needed() {
         UBUNTU_2604,
         &[("accelerator", "vr200"), ("intent", "inference"), ("service", "bcm")],
     );
+    runtime_unit(&node, "/usr/lib/systemd/system", "containerd.service", true);
     node.run("config")
         .expect_code(0)
         .expect_output("bcm-vr200-inference (service/bcm/service.conf) → nvidia-vr200-inference (service/bcm/nvidia-vr200-inference.conf) → nvidia-vr200-noreboot-base (os/ubuntu/26.04/nvidia-vr200-noreboot-base.conf)")
@@ -114,6 +115,79 @@ fn bcm_runs_vr200_on_the_bootloader_free_chain_so_no_reboot_is_needed() {
     assert!(!node.exists(RKE2_DROP_IN) && !node.exists(EKS_AKS_DROP_IN));
     assert_eq!(node.read(CONTAINERD).unwrap(), "[Service]\nLimitSTACK=67108864\n");
     node.run("config-check").expect_code(0);
+}
+
+#[test]
+fn a_containerd_that_is_not_running_gets_its_drop_in_but_no_restart() {
+    let node = node(
+        UBUNTU_2604,
+        &[("accelerator", "vr200"), ("intent", "inference"), ("service", "bcm")],
+    );
+    runtime_unit(&node, "/lib/systemd/system", "containerd.service", false);
+    node.run("config")
+        .expect_code(0)
+        .expect_output(&format!(
+            "containerd is not running: it reads {CONTAINERD} when it starts"
+        ))
+        .expect_output("interrupt needed: none");
+    assert_eq!(node.read(CONTAINERD).unwrap(), "[Service]\nLimitSTACK=67108864\n");
+    node.run("config-check").expect_code(0);
+}
+
+#[test]
+fn on_an_rke2_node_the_stack_limit_reaches_the_runtime_rke2_starts_and_only_the_running_unit_restarts() {
+    // RKE2 (tarball install) has both of its units installed and runs one; a distro
+    // containerd.service is installed too but not running (nodewright-packages #134).
+    let node = node(
+        UBUNTU_2604,
+        &[("accelerator", "vr200"), ("intent", "inference"), ("service", "bcm")],
+    );
+    runtime_unit(&node, "/usr/local/lib/systemd/system", "rke2-agent.service", true);
+    runtime_unit(&node, "/usr/local/lib/systemd/system", "rke2-server.service", false);
+    runtime_unit(&node, "/usr/lib/systemd/system", "containerd.service", false);
+    node.run("config")
+        .expect_code(0)
+        .expect_output(
+            "containerd.conf goes to the container runtime units installed here: containerd.service, rke2-server.service, rke2-agent.service",
+        )
+        .expect_output("containerd is not running")
+        .expect_output("interrupt needed: {type: service, services: [rke2-agent]}");
+    let drop_ins = [
+        CONTAINERD,
+        "/etc/systemd/system/rke2-server.service.d/containerd.conf",
+        "/etc/systemd/system/rke2-agent.service.d/containerd.conf",
+    ];
+    for path in drop_ins {
+        assert_eq!(
+            node.read(path).as_deref(),
+            Some("[Service]\nLimitSTACK=67108864\n"),
+            "{path}"
+        );
+    }
+    assert!(
+        !node.exists("/etc/systemd/system/k3s.service.d"),
+        "k3s is not installed"
+    );
+    node.run("config-check").expect_code(0);
+    node.run("config")
+        .expect_code(0)
+        .expect_output("interrupt needed: none");
+
+    // RKE2 is removed, the distro containerd stays: reconcile takes back the drop-ins
+    // of the units that are gone.
+    for unit in ["rke2-agent.service", "rke2-server.service"] {
+        std::fs::remove_file(node.path(&format!("/usr/local/lib/systemd/system/{unit}"))).unwrap();
+    }
+    node.run("config").expect_code(0);
+    assert!(node.exists(CONTAINERD));
+    assert!(!node.exists("/etc/systemd/system/rke2-agent.service.d"));
+    assert!(!node.exists("/etc/systemd/system/rke2-server.service.d"));
+
+    node.run("uninstall").expect_code(0);
+    node.run("uninstall-check").expect_code(0);
+    for path in drop_ins {
+        assert!(!node.exists(path), "{path} taken back by uninstall");
+    }
 }
 
 #[test]

@@ -446,8 +446,10 @@ fn an_intent_change_that_keeps_the_kernel_arguments_needs_no_reboot() {
 #[test]
 fn a_new_containerd_drop_in_asks_for_a_containerd_restart_only_once() {
     let node = node(&[("accelerator", "gb200")]);
+    runtime_unit(&node, "/lib/systemd/system", "containerd.service", true);
     node.run("config")
         .expect_code(0)
+        .expect_output("containerd.conf goes to the container runtime units installed here: containerd.service")
         .expect_output("containerd.conf takes effect when containerd restarts");
     node.clear_calls();
     node.run("config")

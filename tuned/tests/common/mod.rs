@@ -165,7 +165,8 @@ esac"
     )
 }
 
-/// The `systemctl` stand-in: enablement is the wants link, activity tuned's pid file.
+/// The `systemctl` stand-in: enablement is the wants link, activity tuned's pid file
+/// (another unit's: a marker under `/run/stand-in-units`, see [`runtime_unit`]).
 pub const SYSTEMCTL_SH: &str = "R=\"$SKYHOOK_HOST_ROOT\"; W=\"$R/etc/systemd/system/multi-user.target.wants\"
 case \"$1\" in
   enable) [ -e \"$R/usr/sbin/tuned\" ] || { echo \"Failed to enable unit: Unit file $2.service does not exist.\" >&2; exit 1; }
@@ -177,9 +178,23 @@ case \"$1\" in
          mkdir -p \"$R/run/tuned\"; echo 4242 > \"$R/run/tuned/tuned.pid\" ;;
   stop) rm -f \"$R/run/tuned/tuned.pid\" ;;
   is-enabled) if [ -L \"$W/$2.service\" ]; then echo enabled; else echo disabled; exit 1; fi ;;
-  is-active) if [ -e \"$R/run/tuned/tuned.pid\" ]; then echo active; else echo inactive; exit 3; fi ;;
+  is-active) case \"$2\" in
+      tuned|tuned.service) A=\"$R/run/tuned/tuned.pid\" ;;
+      *) A=\"$R/run/stand-in-units/${2%.service}.active\" ;;
+    esac
+    if [ -e \"$A\" ]; then echo active; else echo inactive; exit 3; fi ;;
   *) echo \"unexpected systemctl $*\" >&2; exit 1 ;;
 esac";
+
+/// Installs a unit file for `unit` (`rke2-agent.service`) under `dir`, running
+/// (as `systemctl is-active` answers) when `active`.
+pub fn runtime_unit(node: &Node, dir: &str, unit: &str, active: bool) {
+    node.file(&format!("{dir}/{unit}"), "[Service]\nExecStart=/usr/bin/true\n");
+    if active {
+        let name = unit.strip_suffix(".service").unwrap_or(unit);
+        node.file(&format!("/run/stand-in-units/{name}.active"), "");
+    }
+}
 
 /// The tuned package of the simulated repositories: `version` built with `dirs`.
 pub fn tuned_package(version: &str, dirs: (&str, &str), debian: bool) -> Package {

@@ -9,6 +9,16 @@ use crate::error::{HostError, Result};
 use crate::host::Host;
 use crate::host::command::Cmd;
 
+/// The directories systemd loads unit files from, highest precedence first
+/// (systemd.unit(5); `/usr/local/lib` is where RKE2's tarball installs its units).
+const UNIT_DIRS: [&str; 5] = [
+    "/etc/systemd/system",
+    "/run/systemd/system",
+    "/usr/local/lib/systemd/system",
+    "/usr/lib/systemd/system",
+    "/lib/systemd/system",
+];
+
 /// systemd operations on one host.
 pub struct Systemd<'h> {
     host: &'h Host,
@@ -99,6 +109,23 @@ impl<'h> Systemd<'h> {
         Ok(Some(out.success() && out.stdout.trim() == "active"))
     }
 
+    /// Whether a unit file named `unit` (`rke2-agent.service`) is installed: found in
+    /// systemd's unit directories, in their order of precedence, and not masked (a
+    /// link to `/dev/null`). Reads files only, so it answers in a chroot and before
+    /// the unit has started; a link is not followed.
+    pub fn is_installed(&self, unit: &str) -> Result<bool, HostError> {
+        for dir in UNIT_DIRS {
+            let path = std::path::Path::new(dir).join(unit);
+            if let Some(target) = self.host.read_link(&path)? {
+                return Ok(target != std::path::Path::new("/dev/null"));
+            }
+            if self.host.exists(&path) {
+                return Ok(true);
+            }
+        }
+        Ok(false)
+    }
+
     /// The unit's main process id; `None` when it has none or systemd is not running.
     pub fn main_pid(&self, unit: &str) -> Result<Option<u32>> {
         if !self.is_running() {
@@ -158,6 +185,29 @@ mod tests {
         assert_eq!(s.is_active("tuned").unwrap(), Some(false));
         assert!(s.is_enabled("tuned").unwrap());
         assert_eq!(s.main_pid("containerd").unwrap(), Some(1234));
+    }
+
+    #[test]
+    fn a_unit_is_installed_when_a_unit_directory_has_its_file_and_it_is_not_masked() {
+        let (d, h) = host(false, |_| Output::exited(0, ""));
+        let s = Systemd::new(&h);
+        let file = |rel: &str| {
+            let p = d.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "[Service]\n").unwrap();
+        };
+        file("usr/local/lib/systemd/system/rke2-agent.service");
+        file("lib/systemd/system/containerd.service");
+        file("usr/lib/systemd/system/k3s.service");
+        std::fs::create_dir_all(d.path().join("etc/systemd/system")).unwrap();
+        std::os::unix::fs::symlink("/dev/null", d.path().join("etc/systemd/system/k3s.service")).unwrap();
+        assert!(s.is_installed("rke2-agent.service").unwrap());
+        assert!(s.is_installed("containerd.service").unwrap());
+        assert!(
+            !s.is_installed("k3s.service").unwrap(),
+            "masked in /etc wins over /usr/lib"
+        );
+        assert!(!s.is_installed("rke2-server.service").unwrap());
     }
 
     #[test]
