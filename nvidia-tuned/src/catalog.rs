@@ -236,7 +236,7 @@ pub struct Manifest {
     /// Services by name.
     pub services: BTreeMap<String, ServiceEntry>,
     /// Files deployed with profiles, by a name of the catalog's own
-    /// (`containerd-limitstack`), so that profiles sharing one name it once.
+    /// (`containerd-limitstack`): a file several profiles deploy is written down once.
     #[serde(default)]
     pub named_files: BTreeMap<String, FileEntry>,
     /// The [`Manifest::named_files`] deployed with a profile, by profile name.

@@ -5,9 +5,9 @@
 //! profile it copied to `/etc/tuned/<name>/` (all combinations, not only the active
 //! one), and the scripts beside them; with tuned 2.23 and later the same under
 //! `/usr/lib/tuned/profiles/` and `/etc/tuned/profiles/`, tuned's directories there.
-//! Only the manifest's file names in directories
-//! of the catalog's own profile names are touched, never a path this package deploys,
-//! and a directory only when that leaves it empty.
+//! Only the manifest's file names in directories of the catalog's own profile names
+//! are touched, never a path this package deploys, and a directory only when that
+//! leaves it empty.
 
 use std::collections::BTreeSet;
 use std::path::PathBuf;
