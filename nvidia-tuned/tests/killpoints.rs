@@ -45,11 +45,14 @@ fn config_reconciling_to_another_intent_converges_after_a_kill() {
     campaign(&node, "config", "config-check");
 }
 
-/// A vr200 node on Ubuntu 26.04 with service rke2: the GRUB drop-in that appends the
-/// kernel arguments and the containerd drop-in, deployed and removed.
+/// A vr200 node on Ubuntu 26.04 with service rke2, an RKE2 agent (both of RKE2's
+/// units installed, the agent's running): the GRUB drop-in that appends the kernel
+/// arguments and a stack-limit drop-in for each RKE2 unit, deployed and removed.
 fn rke2_vr200_node() -> Node {
     let node = debian(None);
     node.run("apply").expect_code(0);
+    runtime_unit(&node, "/usr/local/lib/systemd/system", "rke2-agent.service", true);
+    runtime_unit(&node, "/usr/local/lib/systemd/system", "rke2-server.service", false);
     node.file(
         "/etc/os-release",
         "NAME=\"Ubuntu\"\nVERSION_ID=\"26.04\"\nID=ubuntu\nID_LIKE=debian\n",
@@ -67,6 +70,10 @@ fn config_deploying_rke2_on_vr200_converges_after_a_kill() {
 fn uninstall_of_rke2_on_vr200_converges_after_a_kill() {
     let node = rke2_vr200_node();
     node.run("config").expect_code(0);
+    for unit in ["rke2-agent", "rke2-server"] {
+        let drop_in = format!("/etc/systemd/system/{unit}.service.d/containerd.conf");
+        assert!(node.exists(&drop_in), "{drop_in} deployed, for uninstall to take back");
+    }
     campaign(&node, "uninstall", "uninstall-check");
 }
 
