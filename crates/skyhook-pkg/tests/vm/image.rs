@@ -14,8 +14,9 @@
 //!    a foreign root runs under qemu-user, through `ci/with-qemu-binfmt` (which takes
 //!    its binfmt registration back afterwards);
 //! 2. set it up: the dependencies of the packages the scenarios install (not the
-//!    packages themselves), fstab by UUID, DHCP through systemd-networkd (qemu's user
-//!    network, DNS at 10.0.2.3), serial console, GRUB without a menu delay, apt timers
+//!    packages themselves), fstab by UUID, DHCP through systemd-networkd on `eth0`
+//!    (qemu's user network, DNS at 10.0.2.3; `net.ifnames=0`, see [`kernel_args`]),
+//!    serial console, GRUB without a menu delay, apt timers
 //!    masked, dpkg without fsync, and the runner unit (`guest/`);
 //! 3. `mkfs.ext4 -d` it into a partition at 1 MiB behind a hand-written MBR (on arm64
 //!    after an empty EFI system partition);
@@ -151,7 +152,7 @@ pub fn base(cache_dir: &Path, qemu: &Qemu) -> Result<Image, String> {
     let kernel = DirectKernel {
         kernel: copy_boot_file(&rootfs, "vmlinuz-", &tmp.join("vmlinuz"))?,
         initrd: copy_boot_file(&rootfs, "initrd.img-", &tmp.join("initrd.img"))?,
-        append: format!("root=UUID={ROOT_UUID} ro {}", arch.console()),
+        append: format!("root=UUID={ROOT_UUID} ro {}", kernel_args(arch)),
     };
     let raw = tmp.join("base.raw");
     disk::make_boot_disk(&raw, DISK_BYTES, arch.esp_bytes(), &rootfs, ROOT_UUID)?;
@@ -376,7 +377,7 @@ fn set_up(arch: Arch, rootfs: &Path) -> Result<(), String> {
     write(
         rootfs,
         "/etc/systemd/network/10-skyhook-vm.network",
-        "[Match]\nName=en*\n\n[Network]\nDHCP=yes\n",
+        "[Match]\nName=eth*\n\n[Network]\nDHCP=yes\n",
         0o644,
     )?;
     write(rootfs, "/etc/resolv.conf", "nameserver 10.0.2.3\n", 0o644)?;
@@ -386,7 +387,7 @@ fn set_up(arch: Arch, rootfs: &Path) -> Result<(), String> {
         &grub,
         &[
             ("GRUB_TIMEOUT", "0"),
-            ("GRUB_CMDLINE_LINUX", &format!("\"{}\"", arch.console())),
+            ("GRUB_CMDLINE_LINUX", &format!("\"{}\"", kernel_args(arch))),
             ("GRUB_TERMINAL", "serial"),
             ("GRUB_SERIAL_COMMAND", "\"serial --unit=0 --speed=115200\""),
         ],
@@ -409,6 +410,15 @@ fn set_up(arch: Arch, rootfs: &Path) -> Result<(), String> {
     chroot(&["systemctl", "mask", "apt-daily.timer", "apt-daily-upgrade.timer"])?;
     chroot(&["apt-get", "clean"])?;
     Ok(())
+}
+
+/// The guest kernel's own arguments: the serial console, and `net.ifnames=0`, which
+/// keeps the NIC `eth0`. Renamed by udev (`eth0` → `enp0s1`), the NIC raced
+/// systemd-networkd 252, which was already configuring it: "Failed to configure DHCPv4
+/// client: Device or resource busy", no address, and `systemd-networkd-wait-online`
+/// failed the boot after its 2 minutes (seen once on arm64 under TCG).
+fn kernel_args(arch: Arch) -> String {
+    format!("{} net.ifnames=0", arch.console())
 }
 
 /// The packages an `apt-get install -s` would install, but for `except`.
