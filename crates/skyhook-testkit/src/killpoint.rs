@@ -299,11 +299,20 @@ impl std::fmt::Display for Report {
 fn wait_for_leftovers(node: &Node, limit: Duration) {
     let markers = [node.commands_dir(), node.root()].map(|p| p.as_os_str().as_encoded_bytes().to_vec());
     let deadline = std::time::Instant::now() + limit;
+    let mut quiet = false;
     loop {
         let left = leftovers(&markers);
         if left.is_empty() {
-            return;
+            // Twice, 10 ms apart: a child the step started just before its kill may
+            // still be in its exec, whose new command line the kernel sets up last.
+            if quiet {
+                return;
+            }
+            quiet = true;
+            std::thread::sleep(Duration::from_millis(10));
+            continue;
         }
+        quiet = false;
         if std::time::Instant::now() >= deadline {
             for pid in left {
                 let _ = nix::sys::signal::kill(nix::unistd::Pid::from_raw(pid), nix::sys::signal::Signal::SIGKILL);
@@ -566,14 +575,22 @@ mod tests {
     }
 
     /// A `sleep` whose command line names a stand-in in `node`'s commands directory
-    /// (its `argv[0]`), as one that the killed step left running would.
+    /// (its `argv[0]`), as one that the killed step left running would. Returns once
+    /// `/proc` shows that command line: spawn returns when the child's exec has
+    /// replaced its memory, and the kernel sets up the new arguments a moment later
+    /// (an empty `cmdline` in between, seen under load).
     fn leftover(node: &Node, seconds: &str) -> std::process::Child {
         use std::os::unix::process::CommandExt;
-        Command::new("sleep")
-            .arg0(node.commands_dir().join("grubby"))
-            .arg(seconds)
-            .spawn()
-            .expect("sleep")
+        let argv0 = node.commands_dir().join("grubby");
+        let child = Command::new("sleep").arg0(&argv0).arg(seconds).spawn().expect("sleep");
+        let cmdline = format!("/proc/{}/cmdline", child.id());
+        let marker = argv0.as_os_str().as_encoded_bytes();
+        let deadline = std::time::Instant::now() + Duration::from_secs(10);
+        while !std::fs::read(&cmdline).is_ok_and(|c| c.starts_with(marker)) {
+            assert!(std::time::Instant::now() < deadline, "{cmdline} never showed {argv0:?}");
+            std::thread::sleep(Duration::from_millis(1));
+        }
+        child
     }
 
     #[test]
