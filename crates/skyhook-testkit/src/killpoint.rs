@@ -583,11 +583,10 @@ mod tests {
         use std::os::unix::process::CommandExt;
         let argv0 = node.commands_dir().join("grubby");
         let child = Command::new("sleep").arg0(&argv0).arg(seconds).spawn().expect("sleep");
-        let cmdline = format!("/proc/{}/cmdline", child.id());
-        let marker = argv0.as_os_str().as_encoded_bytes();
+        let markers = [argv0.as_os_str().as_encoded_bytes().to_vec()];
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
-        while !std::fs::read(&cmdline).is_ok_and(|c| c.starts_with(marker)) {
-            assert!(std::time::Instant::now() < deadline, "{cmdline} never showed {argv0:?}");
+        while !leftovers(&markers).contains(&(child.id() as i32)) {
+            assert!(std::time::Instant::now() < deadline, "/proc never showed {argv0:?}");
             std::thread::sleep(Duration::from_millis(1));
         }
         child
