@@ -22,6 +22,7 @@ pub mod host_steps;
 pub mod legacy;
 pub mod main_conf;
 pub mod request;
+pub mod review;
 
 use skyhook_core::host::systemd::Systemd;
 use skyhook_core::os::pkgmgr::Retry;

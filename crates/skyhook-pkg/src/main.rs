@@ -31,6 +31,7 @@ mod figures;
 mod images;
 mod lint;
 mod notes;
+mod packages;
 mod platform;
 mod profiles;
 mod release;
