@@ -15,6 +15,8 @@
 
 #[path = "../shared/apt_sources.rs"]
 mod apt_sources;
+mod bind_mount;
+mod copy_fail;
 mod debian;
 mod emulation;
 mod kdump;
