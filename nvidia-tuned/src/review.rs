@@ -5,11 +5,15 @@
 //! arguments) and names the node's hardware; `intent` and `service` need a reboot when
 //! another value changes the kernel arguments.
 
-use skyhook_core::profile::{Catalog, RequestKey};
+use skyhook_core::boot::hugepage_warnings::arm64_warnings;
+use skyhook_core::profile::{Catalog, RequestKey, SettingKind};
 use skyhook_core::review::{Entry, Review};
 use skyhook_core::{Interrupt, Package, Result};
 
 use crate::NvidiaTuned;
+
+/// The accelerators whose nodes are arm64: Grace CPUs (gb200, gb300) and Vera (vr200).
+pub const ARM64_ACCELERATORS: [&str; 3] = ["gb200", "gb300", "vr200"];
 
 impl Review for NvidiaTuned {
     fn name(&self) -> &'static str {
@@ -44,6 +48,33 @@ impl Review for NvidiaTuned {
     fn catalog(&self) -> Option<(Box<dyn Catalog>, String)> {
         let default_intent = crate::catalog::Catalog::embedded().manifest.default_intent;
         Some((Box::new(crate::catalog()), default_intent))
+    }
+
+    /// For an accelerator whose nodes are arm64: each huge page size of its chains
+    /// that an arm64 kernel of some page size cannot register.
+    fn warnings(&self, entry: &Entry) -> Vec<(String, String)> {
+        let catalog = crate::catalog();
+        let default_intent = crate::catalog::Catalog::embedded().manifest.default_intent;
+        let request = entry.request(&default_intent);
+        if !ARM64_ACCELERATORS.contains(&request.accelerator) {
+            return Vec::new();
+        }
+        let mut args: Vec<String> = Vec::new();
+        for selection in request.selections(&catalog) {
+            let Ok(effective) = catalog.effective(&selection) else {
+                continue;
+            };
+            for s in effective.settings.iter().filter(|s| {
+                matches!(s.kind, SettingKind::HugePages | SettingKind::KernelArgument)
+                    && (s.key == "cmdline" || s.key.starts_with("cmdline_"))
+            }) {
+                args.extend(s.value.split_whitespace().map(str::to_string));
+            }
+        }
+        arm64_warnings(request.accelerator, &args)
+            .into_iter()
+            .map(|m| ("accelerator".to_string(), m))
+            .collect()
     }
 
     fn is_hardware_key(&self, key: &str) -> bool {

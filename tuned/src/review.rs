@@ -3,6 +3,7 @@
 //! a profile with `[bootloader]` options needs a reboot, and so does `tuned_profile`
 //! when any profile of the configMap has them; everything else applies live.
 
+use skyhook_core::boot::hugepage_warnings::nowhere_warnings;
 use skyhook_core::review::{Entry, Review};
 use skyhook_core::{Interrupt, Package, Result};
 
@@ -26,6 +27,26 @@ impl Review for Tuned {
 
     fn validate(&self, entry: &Entry) -> Result<()> {
         crate::plan::validate(&entry.configmaps())
+    }
+
+    /// A `[bootloader]` huge page size no x86_64 or arm64 kernel registers.
+    fn warnings(&self, entry: &Entry) -> Vec<(String, String)> {
+        let mut out = Vec::new();
+        for (key, text) in entry.config_map {
+            let Ok(conf) = Conf::parse(text) else {
+                continue;
+            };
+            let chain: Vec<String> = conf
+                .bootloader()
+                .into_iter()
+                .map(|o| format!("active {key} {o}"))
+                .collect();
+            let args = crate::bootloader::kernel_args(&chain);
+            for message in nowhere_warnings(&format!("profile {key:?} [bootloader]"), &args) {
+                out.push((key.clone(), message));
+            }
+        }
+        out
     }
 
     fn change_needs(&self, key: &str, entry: &Entry) -> Option<Interrupt> {

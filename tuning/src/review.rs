@@ -3,6 +3,7 @@
 //! `grub.conf` needs a reboot, `service_<unit>.conf` a restart of its unit,
 //! `modprobe.conf` what the node's modules decide, the rest nothing.
 
+use skyhook_core::boot::hugepage_warnings::nowhere_warnings;
 use skyhook_core::review::{Entry, Review};
 use skyhook_core::{Interrupt, Package, Result};
 
@@ -19,6 +20,21 @@ impl Review for Tuning {
 
     fn validate(&self, entry: &Entry) -> Result<()> {
         crate::input::validate(&entry.configmaps())
+    }
+
+    /// A `grub.conf` huge page size no x86_64 or arm64 kernel registers.
+    fn warnings(&self, entry: &Entry) -> Vec<(String, String)> {
+        let Some(args) = entry
+            .config_map
+            .get(crate::grub::KEY)
+            .and_then(|t| crate::grub::parse(t).ok())
+        else {
+            return Vec::new();
+        };
+        nowhere_warnings(crate::grub::KEY, &args)
+            .into_iter()
+            .map(|m| (crate::grub::KEY.to_string(), m))
+            .collect()
     }
 
     fn change_needs(&self, key: &str, _entry: &Entry) -> Option<Interrupt> {

@@ -96,8 +96,9 @@ pub trait Review: Sync {
         true
     }
 
-    /// Warnings of the entry that only some nodes make true (the node decides).
-    fn warnings(&self, _entry: &Entry) -> Vec<String> {
+    /// Warnings of the entry that only some nodes make true (the node decides), each
+    /// with the configMap key it is about.
+    fn warnings(&self, _entry: &Entry) -> Vec<(String, String)> {
         Vec::new()
     }
 }

@@ -9,7 +9,9 @@
 //!   configMap key (the admission webhook rejects those), a change needing a reboot
 //!   without one, a reboot where a cheaper interrupt does;
 //! - uninstall: a package whose uninstall matters without `uninstall: {enabled: true}`;
-//! - version: an entry whose version differs from the image tag or the package's.
+//! - version: an entry whose version differs from the image tag or the package's;
+//! - what a package warns of where the node decides (huge page sizes some node's
+//!   kernel cannot register): warnings, which do not fail the run.
 //!
 //! Entries whose image is not one of our packages are skipped.
 
@@ -50,12 +52,16 @@ pub struct Finding {
     pub value: String,
     /// What is wrong and what to do.
     pub message: String,
+    /// A warning: worth reading, but what it is about is decided on the node, so it
+    /// does not fail the run.
+    pub warning: bool,
 }
 
 impl Finding {
     fn to_json(&self) -> Value {
         json!({"file": self.file, "entry": self.entry, "key": self.key, "line": self.line,
-               "value": self.value, "message": self.message})
+               "value": self.value, "message": self.message,
+               "severity": if self.warning { "warning" } else { "error" }})
     }
 }
 
@@ -119,7 +125,7 @@ fn first_install_knowable(package: &dyn Review, entry: &Entry) -> bool {
         })
 }
 
-/// `skyhook-pkg lint`: true when no SCR has findings. Every SCR is linted, those
+/// `skyhook-pkg lint`: true when no SCR has findings other than warnings. Every SCR is linted, those
 /// that cannot be read reported and counted; findings are in the order of the files
 /// given, then by line. `-` reads one SCR from standard input.
 pub fn run(paths: &[PathBuf], format: Format) -> Result<bool, ToolError> {
@@ -148,24 +154,26 @@ pub fn run(paths: &[PathBuf], format: Format) -> Result<bool, ToolError> {
         Format::Text => {
             for f in &findings {
                 outln!(
-                    "{}:{}: entry {:?}, {} ({:?}): {}",
+                    "{}:{}: entry {:?}, {} ({:?}): {}{}",
                     f.file.display(),
                     f.line,
                     f.entry,
                     f.key,
                     f.value,
+                    if f.warning { "warning: " } else { "" },
                     f.message
                 );
             }
             errln!(
-                "{} finding(s) in {} file(s)",
+                "{} finding(s) ({} warning(s)) in {} file(s)",
                 findings.len(),
+                findings.iter().filter(|f| f.warning).count(),
                 paths.len() - unreadable.len()
             );
         }
     }
     console::inputs_checked("SCR files", unreadable, paths.len())?;
-    Ok(findings.is_empty())
+    Ok(findings.iter().all(|f| f.warning))
 }
 
 /// Whether `path` is `-`: standard input.
@@ -218,6 +226,7 @@ pub fn lint(scr: &Scr) -> Vec<Finding> {
         };
         check_version(&mut at, package, entry);
         check_configmap(&mut at, package, entry, &reviewed);
+        check_warnings(&mut at, package, &reviewed);
         check_interrupts(&mut at, package, entry, &reviewed);
         if package.uninstall_matters(&reviewed) && !entry.uninstall_enabled() {
             at.add(
@@ -241,13 +250,23 @@ struct Report<'a> {
 
 impl Report<'_> {
     fn add(&mut self, path: &[&str], key: &str, value: &str, message: impl Into<String>) {
+        self.push(path, key, value, message.into(), false);
+    }
+
+    /// A finding that does not fail the run ([`Finding::warning`]).
+    fn warn(&mut self, path: &[&str], key: &str, value: &str, message: impl Into<String>) {
+        self.push(path, key, value, message.into(), true);
+    }
+
+    fn push(&mut self, path: &[&str], key: &str, value: &str, message: String, warning: bool) {
         self.findings.push(Finding {
             file: self.scr.path.clone(),
             entry: self.entry.to_string(),
             key: key.to_string(),
             line: self.scr.line_of(self.entry, path),
             value: excerpt(value),
-            message: message.into(),
+            message,
+            warning,
         });
     }
 }
@@ -297,6 +316,15 @@ fn check_configmap(at: &mut Report, package: &dyn Review, entry: &ScrEntry, revi
             .unwrap_or_else(|| "configMap".to_string());
         let value = entry.config_map.get(&key).map_or("", String::as_str);
         at.add(&["configMap", &key], &key, value, problem);
+    }
+}
+
+/// What the package warns of where the node decides (huge page sizes some node's
+/// kernel cannot register): findings that do not fail the run.
+fn check_warnings(at: &mut Report, package: &dyn Review, entry: &Entry) {
+    for (key, message) in package.warnings(entry) {
+        let value = entry.config_map.get(&key).map_or("", String::as_str);
+        at.warn(&["configMap", &key], &key, value, message);
     }
 }
 
@@ -489,7 +517,9 @@ mod tests {
             let text = std::fs::read_to_string(repo().join(&readme)).unwrap();
             for (i, example) in examples(&text).iter().enumerate() {
                 let name = format!("{readme} example {}", i + 1);
-                let findings = lint_text(std::path::Path::new(&name), example).unwrap();
+                let mut findings = lint_text(std::path::Path::new(&name), example).unwrap();
+                // Warnings are about what the node decides (a Grace chain's 512M pages).
+                findings.retain(|f| !f.warning);
                 assert!(findings.is_empty(), "{name}:\n{findings:#?}");
                 count += 1;
             }
