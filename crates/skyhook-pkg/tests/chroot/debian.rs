@@ -91,8 +91,47 @@ pub fn cached_root_of(arch: &str) -> &'static Path {
     cell.get_or_init(|| build_root(arch))
 }
 
+/// The cache key of the Debian root of `arch`.
+fn key_of(arch: &str) -> String {
+    format!("debian-{SUITE}-{arch}-minbase-{}-r{RECIPE}", INCLUDE.replace(',', "+"))
+}
+
+/// A root derived from the cached Debian root of `arch` by `build` (given a private
+/// copy, chrooted into with [`must`]), cached beside it as `<key>+<name>`: built on
+/// first use, once per test run at most, kept for later runs. Bump `name`'s recipe
+/// suffix when `build` changes.
+pub fn cached_derivative(arch: &str, name: &str, build: impl FnOnce(&Path)) -> PathBuf {
+    let base = cached_root_of(arch);
+    let key = format!("{}+{name}", key_of(arch));
+    let dir = cache_dir().join(&key);
+    if dir.join("etc/os-release").exists() {
+        return dir;
+    }
+    let tmp = cache_dir().join(format!("{key}.building-{}", std::process::id()));
+    let _ = std::fs::remove_dir_all(&tmp);
+    eprintln!("chroot tier: deriving {} (cached for later runs)", dir.display());
+    must(
+        Command::new("cp").arg("-a").arg(base).arg(&tmp),
+        "copy the cached Debian root",
+    );
+    build(&tmp);
+    must(
+        Command::new("chroot").arg(&tmp).args(["apt-get", "clean"]),
+        "apt-get clean in the derived root",
+    );
+    if let Err(e) = std::fs::rename(&tmp, &dir) {
+        assert!(
+            dir.join("etc/os-release").exists(),
+            "move the derived root {} into the cache: {e}",
+            tmp.display()
+        );
+        let _ = std::fs::remove_dir_all(&tmp);
+    }
+    dir
+}
+
 fn build_root(arch: &str) -> PathBuf {
-    let key = format!("debian-{SUITE}-{arch}-minbase-{}-r{RECIPE}", INCLUDE.replace(',', "+"));
+    let key = key_of(arch);
     let dir = cache_dir().join(&key);
     if dir.join("etc/os-release").exists() {
         return dir;

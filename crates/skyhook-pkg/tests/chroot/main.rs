@@ -9,9 +9,14 @@
 //! arm64 root with the aarch64 dist trees, both run under qemu-user emulation
 //! ([`emulation`]) — the real agent's contract, as on a Grace node.
 //!
+//! The RHEL scenarios ([`rhel`]) dress copies of the root as RHEL 9 and RHEL 8 and run
+//! kdump, tuning and tuned with the real dnf and rpm against a local repository of
+//! small RPMs built once per test run (rpmbuild and createrepo_c on this machine);
+//! they run natively only, not under emulation (time).
+//!
 //! Needs root and the Debian mirror (and, for arm64, qemu-user-static and the cross
-//! toolchain: `ci/setup-toolchain`); fails loudly, with the reason, when one is
-//! missing. Run alone: `cargo test -p skyhook-pkg --test chroot`.
+//! toolchain; for the RHEL scenarios, rpm and createrepo-c: `ci/setup-toolchain`);
+//! fails loudly, with the reason, when one is missing. Run alone: `cargo test -p skyhook-pkg --test chroot`.
 
 #[path = "../shared/apt_sources.rs"]
 mod apt_sources;
@@ -22,6 +27,7 @@ mod emulation;
 mod kdump;
 mod nvidia_tuned;
 mod readme;
+mod rhel;
 mod shellscript;
 mod tuned;
 mod tuning;
@@ -164,7 +170,12 @@ impl Node {
         );
         let debian = arch.debian();
         let emulation = (debian != debian::native_arch()).then(Emulation::start);
-        let cached = debian::cached_root_of(&debian);
+        Node::copy_of(debian::cached_root_of(&debian), arch, emulation)
+    }
+
+    /// A node that is a private copy of `cached` (a root of `arch`), set up as
+    /// [`Node::fresh_of`] says.
+    fn copy_of(cached: &Path, arch: Arch, emulation: Option<Emulation>) -> Node {
         let dir = tempfile::tempdir().expect("temporary directory");
         let root = dir.path().join("root");
         must(
