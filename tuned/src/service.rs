@@ -7,7 +7,7 @@ use skyhook_core::os::pkgmgr::{PackageManager, Retry};
 use skyhook_core::records::receipt::InstallReceipt;
 use skyhook_core::{Checklist, Outcome, Result, Step};
 
-use crate::bootloader;
+use crate::{activate, bootloader};
 use crate::deploy::{self, State};
 
 /// The distribution package and the systemd unit.
@@ -103,6 +103,14 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     }
     let removed = deploy::remove_all(host, &store, &step.configmaps)?;
     log::info!("removed {} deployed file(s) and directories", removed.removed.len());
+    // What activation wrote, before the package goes: tuned's spec ships both as
+    // %config(noreplace), so rpm would keep ours as .rpmsave files in a /etc/tuned it
+    // then cannot remove (apt-get purge takes them itself).
+    for file in [activate::ACTIVE_PROFILE, activate::PROFILE_MODE] {
+        if host.remove(file)? {
+            log::info!("removed {file}");
+        }
+    }
     // tuned goes even where the distribution had installed it (the bash package's rule).
     state.receipt().remove(&pm, &[TUNED])?;
     let had_bootloader = state.bootloader.as_ref().is_some_and(|b| !b.is_empty());

@@ -69,6 +69,10 @@ fn uninstall_on_rhel_like_hosts_removes_with_dnf_and_takes_the_newer_layout_alon
         node.calls()
     );
     assert!(!node.exists("/etc/tuned/profiles/gpu"));
+    // tuned's spec ships these as %config(noreplace): rpm would keep the ones
+    // activation wrote as .rpmsave files in a /etc/tuned left behind (the chroot tier
+    // proves it with the real rpm), so uninstall takes them first.
+    assert!(!node.exists("/etc/tuned/active_profile") && !node.exists("/etc/tuned/profile_mode"));
     node.run("uninstall-check").expect_code(0);
 }
 

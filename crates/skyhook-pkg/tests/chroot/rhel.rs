@@ -17,12 +17,12 @@
 //! and `profile_mode` empty, `%config(noreplace) %verify(not size mtime md5)`. rpm
 //! runs the scriptlets for real.
 //!
-//! The tuned scenarios are ignored for now: they find a product bug. tuned's uninstall
-//! leaves `active_profile` and `profile_mode` as config wrote them when it removes the
+//! The tuned scenarios found a product bug, now fixed: tuned's uninstall left
+//! `active_profile` and `profile_mode` as config wrote them when it removed the
 //! package, and rpm (4.18 here; RHEL's rpm does the same for a modified
-//! `%config(noreplace)` file) saves them as `/etc/tuned/active_profile.rpmsave` and
-//! `profile_mode.rpmsave`, so `/etc/tuned` stays behind (on Debian, `apt-get purge`
-//! takes them). Run them with `--ignored` once uninstall takes those files back.
+//! `%config(noreplace)` file) saved them as `/etc/tuned/active_profile.rpmsave` and
+//! `profile_mode.rpmsave`, so `/etc/tuned` stayed behind (on Debian, `apt-get purge`
+//! takes them). Uninstall now takes both back before the package goes.
 //!
 //! The dressing (before the package's first mode, part of what uninstall must give
 //! back): os-release (`ID=rhel`, `ID_LIKE=fedora`), `/etc/redhat-release` and
@@ -781,13 +781,11 @@ fn tuned_lifecycle(rhel: Rhel) {
 }
 
 #[test]
-#[ignore = "product bug: tuned's uninstall leaves /etc/tuned/active_profile.rpmsave on RHEL (see the module doc)"]
 fn rhel9_tuned_with_real_dnf_and_rpm() {
     tuned_lifecycle(Rhel::El9);
 }
 
 #[test]
-#[ignore = "product bug: tuned's uninstall leaves /etc/tuned/active_profile.rpmsave on RHEL (see the module doc)"]
 fn rhel8_tuned_with_real_dnf_and_rpm() {
     tuned_lifecycle(Rhel::El8);
 }
