@@ -28,7 +28,7 @@ mod dist_self;
 mod elf;
 mod error;
 mod figures;
-mod images;
+mod dockerfiles;
 mod lint;
 mod notes;
 mod platform;
@@ -182,7 +182,7 @@ fn main() -> ExitCode {
         Command::Lint { scrs, format } => lint::run(&scrs, format),
         Command::Profiles(command) => profiles::run(&command),
         Command::Platform { target_platform, build } => platform::run(&target_platform, build.as_deref()),
-        Command::Dockerfiles { write } => images::run(write),
+        Command::Dockerfiles { write } => dockerfiles::run(write),
         Command::Tag { tag, registry, owner } => release::run(&tag, &registry, owner.as_deref()),
         Command::Notes {
             package,

@@ -48,6 +48,12 @@ pub fn platform_of_arch(arch: &str) -> Option<String> {
         .map(|(docker, ..)| format!("linux/{docker}"))
 }
 
+/// The published architectures, in publishing order: (Docker arch, target triple),
+/// e.g. (`amd64`, `x86_64-unknown-linux-gnu`).
+pub fn published() -> Vec<(&'static str, String)> {
+    ARCHES.iter().map(|(docker, rust, _)| (*docker, triple(rust))).collect()
+}
+
 /// The target triples of every published platform, in publishing order.
 pub fn published_triples() -> Vec<String> {
     ARCHES.iter().map(|(_, rust, _)| triple(rust)).collect()
