@@ -68,11 +68,11 @@ pub fn static_rustflags(existing: Option<&str>) -> String {
     flags.join("\x1f")
 }
 
-/// A `cargo <subcommand> --target <target>` as dist runs it, in `root`: the
+/// A `cargo <subcommand…> --target <target>` as dist runs it, in `root`: the
 /// toolchain that has the target's standard library ([`toolchain::for_target`]), the
 /// cross linker when the target is of another architecture, and `+crt-static`.
 /// Also how `skyhook-pkg test` runs the tests for another architecture.
-pub fn cargo_for(root: &Path, subcommand: &str, target: &str) -> Result<Command, ToolError> {
+pub fn cargo_for(root: &Path, subcommand: &[&str], target: &str) -> Result<Command, ToolError> {
     let rust = toolchain::for_target(target)?;
     let mut cmd = Command::new(&rust.cargo);
     if let Some(rustc) = &rust.rustc {
@@ -82,7 +82,8 @@ pub fn cargo_for(root: &Path, subcommand: &str, target: &str) -> Result<Command,
         cmd.env("RUSTDOC", rustdoc);
     }
     cmd.current_dir(root)
-        .args([subcommand, "--target", target])
+        .args(subcommand)
+        .args(["--target", target])
         .env(
             "CARGO_ENCODED_RUSTFLAGS",
             static_rustflags(std::env::var("RUSTFLAGS").ok().as_deref()),
@@ -97,17 +98,40 @@ pub fn cargo_for(root: &Path, subcommand: &str, target: &str) -> Result<Command,
         }
     }
     errln!(
-        "cargo {subcommand} for {target} (static) with {} ({})",
+        "cargo {} for {target} (static) with {} ({})",
+        subcommand.join(" "),
         rust.cargo.display(),
         rust.version()
     );
     Ok(cmd)
 }
 
+/// How dist runs cargo's build.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Build {
+    /// `cargo build`.
+    #[default]
+    Plain,
+    /// `cargo auditable build` (cargo-auditable): the binary carries the list of
+    /// crates it was built from, compressed in a section of its own, which SBOM tools
+    /// and vulnerability scanners read (a static binary has no package database).
+    Auditable,
+}
+
+impl Build {
+    /// The cargo subcommand words.
+    fn words(self) -> &'static [&'static str] {
+        match self {
+            Build::Plain => &["build"],
+            Build::Auditable => &["auditable", "build"],
+        }
+    }
+}
+
 /// Builds the release binaries of `packages` for `target`; returns the directory
 /// holding them.
-pub fn build(root: &Path, packages: &[String], target: &str) -> Result<PathBuf, ToolError> {
-    let mut cmd = cargo_for(root, "build", target)?;
+pub fn build(root: &Path, packages: &[String], target: &str, how: Build) -> Result<PathBuf, ToolError> {
+    let mut cmd = cargo_for(root, how.words(), target)?;
     cmd.arg("--release");
     for p in packages {
         cmd.args(["-p", p]);
@@ -270,8 +294,14 @@ pub fn target_out(out: &Path, target: &str, several: bool) -> PathBuf {
 }
 
 /// Builds and assembles `selected` for `target` into `out`, checking every tree.
-fn dist_target(root: &Path, selected: &[String], target: &str, out: &Path) -> Result<Vec<Assembled>, ToolError> {
-    let bin_dir = build(root, selected, target)?;
+fn dist_target(
+    root: &Path,
+    selected: &[String],
+    target: &str,
+    out: &Path,
+    how: Build,
+) -> Result<Vec<Assembled>, ToolError> {
+    let bin_dir = build(root, selected, target, how)?;
     let mut rows = Vec::new();
     for name in selected {
         let tree = out.join(name);
@@ -298,7 +328,7 @@ fn dist_target(root: &Path, selected: &[String], target: &str, out: &Path) -> Re
 
 /// `skyhook-pkg dist [packages] [--target TRIPLE|all] [--out]`: true when every tree
 /// is valid and every binary static and of its target's architecture.
-pub fn run(packages: &[String], target: Option<&str>, out: Option<&Path>) -> Result<bool, ToolError> {
+pub fn run(packages: &[String], target: Option<&str>, out: Option<&Path>, how: Build) -> Result<bool, ToolError> {
     let root = workspace::root();
     let known = workspace::packages(&root);
     let selected: Vec<String> = if packages.is_empty() {
@@ -318,6 +348,7 @@ pub fn run(packages: &[String], target: Option<&str>, out: Option<&Path>) -> Res
             &selected,
             t,
             &target_out(&out, t, targets.len() > 1),
+            how,
         )?);
     }
     out!("\n{}", table(&rows));
