@@ -226,9 +226,8 @@ fn tree_stage_problems(
 ) -> Vec<String> {
     let mut problems = Vec::new();
     if global("TARGETARCH") != Some(None) {
-        problems.push(
-            "no global `ARG TARGETARCH` without a default: the tree must be the platform's being built".into(),
-        );
+        problems
+            .push("no global `ARG TARGETARCH` without a default: the tree must be the platform's being built".into());
     }
     if !stages
         .iter()
@@ -379,12 +378,17 @@ mod tests {
         ] {
             let text = good.replace("FROM ${BASE}", &format!("FROM {base}"));
             let problems = lint(&text, "tuning");
-            assert!(problems.iter().any(|p| p.contains("must be pinned")), "{base}: {problems:?}");
+            assert!(
+                problems.iter().any(|p| p.contains("must be pinned")),
+                "{base}: {problems:?}"
+            );
         }
         // The default of BASE: pinned by digest, and busybox.
         let tagged = good.replace(DEFAULT_BASE, "docker.io/library/busybox:1.37.0-musl");
         assert!(
-            lint(&tagged, "tuning").iter().any(|p| p.contains("not pinned by digest")),
+            lint(&tagged, "tuning")
+                .iter()
+                .any(|p| p.contains("not pinned by digest")),
             "{:?}",
             lint(&tagged, "tuning")
         );
@@ -394,7 +398,11 @@ mod tests {
         );
         assert!(lint(&debian, "tuning").iter().any(|p| p.contains("must be busybox")));
         let no_default = good.replace(&format!("ARG BASE={DEFAULT_BASE}"), "ARG BASE");
-        assert!(lint(&no_default, "tuning").iter().any(|p| p.contains("without a global")));
+        assert!(
+            lint(&no_default, "tuning")
+                .iter()
+                .any(|p| p.contains("without a global"))
+        );
         assert!(pinned("localhost:5000/rust:1.95.0"));
         assert!(!pinned("localhost:5000/rust"));
         assert!(is_busybox("busybox") && is_busybox("quay.io/x/busybox:1@sha256:00"));
@@ -409,20 +417,39 @@ mod tests {
             "COPY dist/aarch64-unknown-linux-gnu/${PACKAGE}/ /",
             "COPY dist/x86_64-unknown-linux-gnu/${PACKAGE}/ /",
         );
-        assert!(lint(&bad, "kdump").iter().any(|p| p.contains("stage tree-arm64 must be")));
+        assert!(
+            lint(&bad, "kdump")
+                .iter()
+                .any(|p| p.contains("stage tree-arm64 must be"))
+        );
         let bad = good.replace("FROM scratch AS tree-arm64", "FROM scratch AS tree-aarch64");
-        assert!(lint(&bad, "kdump").iter().any(|p| p.contains("no `FROM scratch AS tree-arm64`")));
+        assert!(
+            lint(&bad, "kdump")
+                .iter()
+                .any(|p| p.contains("no `FROM scratch AS tree-arm64`"))
+        );
         let bad = good.replace("ARG TARGETARCH\n", "ARG TARGETARCH=amd64\n");
-        assert!(lint(&bad, "kdump").iter().any(|p| p.contains("ARG TARGETARCH` without a default")));
+        assert!(
+            lint(&bad, "kdump")
+                .iter()
+                .any(|p| p.contains("ARG TARGETARCH` without a default"))
+        );
         let bad = good.replace("FROM tree-${TARGETARCH} AS tree", "FROM tree-amd64 AS tree");
-        assert!(lint(&bad, "kdump").iter().any(|p| p.contains("picking the platform's tree")));
+        assert!(
+            lint(&bad, "kdump")
+                .iter()
+                .any(|p| p.contains("picking the platform's tree"))
+        );
         let bad = good.replace(
             "FROM scratch AS tree-amd64",
             "FROM rust:1.95.0-slim-bookworm AS tree-amd64\nRUN cargo build --release",
         );
         let problems = lint(&bad, "kdump");
         assert!(problems.iter().any(|p| p.contains("runs commands")), "{problems:?}");
-        assert!(problems.iter().any(|p| p.contains("must be `FROM scratch`")), "{problems:?}");
+        assert!(
+            problems.iter().any(|p| p.contains("must be `FROM scratch`")),
+            "{problems:?}"
+        );
     }
 
     #[test]

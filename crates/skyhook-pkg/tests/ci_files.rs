@@ -481,3 +481,60 @@ fn the_github_release_names_the_digest_and_is_never_latest() {
         "{out:?}"
     );
 }
+
+#[test]
+fn ci_runs_the_pinned_linters_over_every_shell_script() {
+    let run = read(".ci/run");
+    assert!(run.lines().any(|l| l == "ci/lint"), ".ci/run runs ci/lint");
+    let need = run.lines().find(|l| l.starts_with("need=(")).unwrap();
+    assert!(need.contains("python3-venv"), "{need}");
+    let pins = read("ci/linters.txt");
+    let pins: Vec<&str> = pins
+        .lines()
+        .filter(|l| !l.starts_with('#') && !l.trim().is_empty())
+        .collect();
+    for tool in ["actionlint", "zizmor", "hadolint", "shellcheck"] {
+        let pin = pins
+            .iter()
+            .find(|p| p.starts_with(tool))
+            .unwrap_or_else(|| panic!("ci/linters.txt installs no {tool}"));
+        let (_, version) = pin
+            .split_once("==")
+            .unwrap_or_else(|| panic!("{pin} is not pinned with =="));
+        assert!(version.split('.').all(|n| n.parse::<u32>().is_ok()), "{pin}");
+    }
+    let lint = read("ci/lint");
+    for run in [
+        "\nactionlint ",
+        "\nzizmor --offline",
+        "\nhadolint ci/Dockerfile.in ./*/Dockerfile",
+        "\nshellcheck \"${scripts[@]}\"",
+    ] {
+        assert!(lint.contains(run), "ci/lint lacks {run:?}");
+    }
+    let out = Command::new("bash")
+        .arg(root().join("ci/lint"))
+        .arg("--list")
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let listed = String::from_utf8_lossy(&out.stdout);
+    let listed: Vec<&str> = listed.lines().collect();
+    for script in [
+        ".ci/run",
+        "ci/setup-toolchain",
+        "ci/with-qemu-binfmt",
+        "ci/github-release.sh",
+        "ci/push-image.sh",
+        "ci/release-guard.sh",
+        "ci/lint",
+        "crates/skyhook-pkg/tests/vm/guest/prelude.sh",
+        "crates/skyhook-pkg/tests/vm/guest/skyhook-vm-runner",
+        "nvidia-tuned/catalog/files/oci/wait-rdma-vfs.sh",
+    ] {
+        assert!(listed.contains(&script), "ci/lint does not check {script}: {listed:?}");
+    }
+    for script in listed {
+        assert!(root().join(script).is_file(), "{script}");
+    }
+}
