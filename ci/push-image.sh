@@ -3,7 +3,9 @@
 # Pushes a package's checked multi-platform image from the OCI layout `skyhook-pkg
 # image build` wrote, byte for byte (`--preserve-digests`: no recompression, no
 # conversion), so the digest nodes pull is the one built and checked here; fails when
-# the registry reports another. Prints `digest=sha256:…` for $GITHUB_OUTPUT.
+# the registry reports another. Prints `digest=sha256:…` for $GITHUB_OUTPUT. The
+# login is kept in Docker's config file ($REGISTRY_AUTH_FILE, default
+# ~/.docker/config.json), where cosign, the attestation action and podman find it.
 # Usage: IMAGE=ghcr.io/o/skyhook-packages/tuning VERSION=2.0.0 PACKAGE=tuning \
 #        REGISTRY_USER=… REGISTRY_TOKEN=… ci/push-image.sh <oci-layout>
 set -euo pipefail
@@ -12,10 +14,13 @@ layout=${1:?usage: ci/push-image.sh <oci-layout>}
 
 local_digest="sha256:$(skopeo inspect --raw "oci:$layout:$PACKAGE" | sha256sum | cut -d' ' -f1)"
 registry=${IMAGE%%/*}
-printf '%s' "$REGISTRY_TOKEN" | skopeo login --username "$REGISTRY_USER" --password-stdin "$registry" >&2
+authfile=${REGISTRY_AUTH_FILE:-$HOME/.docker/config.json}
+mkdir -p "$(dirname "$authfile")"
+printf '%s' "$REGISTRY_TOKEN" |
+    skopeo login --authfile "$authfile" --username "$REGISTRY_USER" --password-stdin "$registry" >&2
 digestfile=$(mktemp)
 trap 'rm -f "$digestfile"' EXIT
-skopeo copy --all --preserve-digests --digestfile "$digestfile" \
+skopeo copy --all --preserve-digests --digestfile "$digestfile" --dest-authfile "$authfile" \
     "oci:$layout:$PACKAGE" "docker://$IMAGE:$VERSION" >&2
 pushed=$(cat "$digestfile")
 if [ "$pushed" != "$local_digest" ]; then

@@ -13,7 +13,10 @@
 //!
 //! Static linking: `-C target-feature=+crt-static` for the chosen target (glibc or
 //! musl), passed through `CARGO_ENCODED_RUSTFLAGS` so that only the target's
-//! artifacts get it (build scripts and proc-macros stay dynamic, as they must).
+//! artifacts get it (build scripts and proc-macros stay dynamic, as they must). The
+//! workspace and cargo's home are remapped (`--remap-path-prefix`, [`path_remaps`])
+//! so that the binaries do not depend on where the checkout or the registry's
+//! sources are: the release's binaries are the bytes anyone building the tag gets.
 //!
 //! Cross-compiling (a target of another architecture than this machine's) uses the
 //! cross linker [`platform::cross_toolchain`] names, unless the caller set cargo's
@@ -61,11 +64,29 @@ pub fn host_triple() -> Result<String, ToolError> {
         .ok_or_else(|| DistError::NoHostTriple { rustc }.into())
 }
 
-/// The rustflags for a static build: the caller's `RUSTFLAGS` plus crt-static.
-pub fn static_rustflags(existing: Option<&str>) -> String {
-    let mut flags: Vec<&str> = existing.unwrap_or("").split_whitespace().collect();
-    flags.push("-Ctarget-feature=+crt-static");
+/// The rustflags for a static build: the caller's `RUSTFLAGS`, the `remaps`
+/// (`--remap-path-prefix=FROM=TO`, see [`path_remaps`]) and crt-static.
+pub fn static_rustflags(existing: Option<&str>, remaps: &[(PathBuf, &str)]) -> String {
+    let mut flags: Vec<String> = existing.unwrap_or("").split_whitespace().map(str::to_string).collect();
+    for (from, to) in remaps {
+        flags.push(format!("--remap-path-prefix={}={to}", from.display()));
+    }
+    flags.push("-Ctarget-feature=+crt-static".into());
     flags.join("\x1f")
+}
+
+/// The paths a binary would otherwise carry (in panic locations and debug strings)
+/// that differ from one machine or checkout to another: the workspace, as
+/// `/skyhook-packages`, and cargo's home (the registry's sources), as `/cargo`. With
+/// them remapped, a commit builds the same bytes wherever it is checked out.
+pub fn path_remaps(workspace: &Path) -> Vec<(PathBuf, &'static str)> {
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")));
+    let workspace = fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    let mut remaps = vec![(workspace, "/skyhook-packages")];
+    remaps.extend(cargo_home.map(|c| (fs::canonicalize(&c).unwrap_or(c), "/cargo")));
+    remaps
 }
 
 /// A `cargo <subcommand…> --target <target>` as dist runs it, in `root`: the
@@ -86,7 +107,7 @@ pub fn cargo_for(root: &Path, subcommand: &[&str], target: &str) -> Result<Comma
         .args(["--target", target])
         .env(
             "CARGO_ENCODED_RUSTFLAGS",
-            static_rustflags(std::env::var("RUSTFLAGS").ok().as_deref()),
+            static_rustflags(std::env::var("RUSTFLAGS").ok().as_deref(), &path_remaps(root)),
         )
         .env_remove("RUSTFLAGS");
     let host = host_triple()?;
@@ -386,9 +407,13 @@ mod tests {
 
     #[test]
     fn static_flag_is_added_to_the_callers_flags() {
-        assert_eq!(static_rustflags(None), "-Ctarget-feature=+crt-static");
+        assert_eq!(static_rustflags(None, &[]), "-Ctarget-feature=+crt-static");
         assert_eq!(
-            static_rustflags(Some(" -Copt-level=2  -g ")),
+            static_rustflags(None, &[(PathBuf::from("/w"), "/skyhook-packages")]),
+            "--remap-path-prefix=/w=/skyhook-packages\x1f-Ctarget-feature=+crt-static"
+        );
+        assert_eq!(
+            static_rustflags(Some(" -Copt-level=2  -g "), &[]),
             "-Copt-level=2\x1f-g\x1f-Ctarget-feature=+crt-static"
         );
     }

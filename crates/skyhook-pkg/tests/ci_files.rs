@@ -391,6 +391,7 @@ fn push(layout: &Path, stand_ins: &StandIns) -> Output {
         .env("VERSION", "2.0.0")
         .env("PACKAGE", "tuning")
         .env("REGISTRY_USER", "u")
+        .env("REGISTRY_AUTH_FILE", stand_ins.dir.path().join("auth.json"))
         .env("REGISTRY_TOKEN", "t")
         .output()
         .unwrap()
@@ -420,10 +421,18 @@ fn the_push_is_byte_for_byte_and_fails_when_the_registry_holds_another_digest() 
     assert!(out.status.success(), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), format!("digest={real}\n"));
     let log = s.log();
-    assert!(log.contains("login --username u --password-stdin ghcr.io"), "{log}");
+    let auth = format!("{}/auth.json", s.dir.path().display());
+    assert!(
+        log.contains(&format!(
+            "login --authfile {auth} --username u --password-stdin ghcr.io"
+        )),
+        "{log}"
+    );
     assert!(
         log.contains("copy --all --preserve-digests --digestfile")
-            && log.contains("oci:/layout:tuning docker://ghcr.io/o/skyhook-packages/tuning:2.0.0"),
+            && log.contains(&format!(
+                "--dest-authfile {auth} oci:/layout:tuning docker://ghcr.io/o/skyhook-packages/tuning:2.0.0"
+            )),
         "{log}"
     );
     s.add("skopeo", &skopeo(digest));
