@@ -5,7 +5,7 @@
 # pushed image's index digest with how to verify it (skyhook-pkg notes). The release
 # is never marked "Latest": every package releases on its own, and one package's
 # release must not take the mark from another's.
-# Usage: PACKAGE=tuning VERSION=2.0.0 PRERELEASE=false IMAGE=ghcr.io/o/skyhook-packages/tuning \
+# Usage: PACKAGE=tuning VERSION=2.0.0 PRERELEASE=false IMAGE=ghcr.io/nvidia/skyhook-packages/tuning \
 #        DIGEST=sha256:… GH_TOKEN=… GITHUB_REF_NAME=tuning/2.0.0 ci/github-release.sh <dist-dir>
 # <dist-dir> holds <triple>/<package>/ for linux/amd64 and linux/arm64 (skyhook-pkg
 # dist --target all). Without GH_TOKEN it only prints the notes.

@@ -6,7 +6,7 @@
 # the registry reports another. Prints `digest=sha256:…` for $GITHUB_OUTPUT. The
 # login is kept in Docker's config file ($REGISTRY_AUTH_FILE, default
 # ~/.docker/config.json), where cosign, the attestation action and podman find it.
-# Usage: IMAGE=ghcr.io/o/skyhook-packages/tuning VERSION=2.0.0 PACKAGE=tuning \
+# Usage: IMAGE=ghcr.io/nvidia/skyhook-packages/tuning VERSION=2.0.0 PACKAGE=tuning \
 #        REGISTRY_USER=… REGISTRY_TOKEN=… ci/push-image.sh <oci-layout>
 set -euo pipefail
 layout=${1:?usage: ci/push-image.sh <oci-layout>}

@@ -8,7 +8,7 @@
 #   once, and a re-run must not replace what nodes already pull. Only the
 #   registry's "manifest unknown" / "not found" answer lets the release go on; any
 #   other failure to ask (network, authentication) refuses it too.
-# Usage: IMAGE=ghcr.io/o/skyhook-packages/tuning VERSION=2.0.0 COMMIT=<sha> ci/release-guard.sh
+# Usage: IMAGE=ghcr.io/nvidia/skyhook-packages/tuning VERSION=2.0.0 COMMIT=<sha> ci/release-guard.sh
 set -euo pipefail
 : "${IMAGE:?}" "${VERSION:?}" "${COMMIT:?}"
 main=${MAIN_REF:-origin/main}

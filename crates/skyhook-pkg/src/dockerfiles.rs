@@ -91,8 +91,8 @@ fn pinned(image: &str) -> bool {
 }
 
 /// Whether an image reference names busybox: its repository's last path component
-/// is `busybox` (`busybox:1.37`, `docker.io/library/busybox@sha256:…`, a mirror's
-/// `registry.example/library/busybox:1.37`, `localhost/skyhook-busybox` is not).
+/// is `busybox` (`busybox:1.37`, `busybox@sha256:…`, a mirror's
+/// `registry.invalid/library/busybox:1.37`; `localhost/skyhook-busybox` is not).
 fn is_busybox(image: &str) -> bool {
     let name = image.split_once('@').map_or(image, |(n, _)| n);
     let last = name.rsplit('/').next().unwrap_or(name);
@@ -347,8 +347,7 @@ mod tests {
         }
     }
 
-    const DEFAULT_BASE: &str =
-        "docker.io/library/busybox:1.37.0-musl@sha256:222ad6d973c0d198014546a65cd02c5fdedcc172123c5b4c2bf0af636550bd94";
+    const DEFAULT_BASE: &str = "busybox@sha256:222ad6d973c0d198014546a65cd02c5fdedcc172123c5b4c2bf0af636550bd94";
 
     #[test]
     fn the_template_pins_its_default_base_by_digest() {
@@ -362,9 +361,9 @@ mod tests {
         // A base written out, fully qualified, by tag or by digest, or a mirror's: fine.
         for base in [
             "busybox:1.37.0-musl",
-            "docker.io/library/busybox:1.37.0-musl",
-            "docker.io/library/busybox@sha256:222ad6d973c0d198014546a65cd02c5fdedcc172123c5b4c2bf0af636550bd94",
-            "registry.example:5000/library/busybox:1.37.0",
+            "registry.invalid/library/busybox:1.37.0-musl",
+            "registry.invalid/library/busybox@sha256:222ad6d973c0d198014546a65cd02c5fdedcc172123c5b4c2bf0af636550bd94",
+            "registry.invalid:5000/library/busybox:1.37.0",
         ] {
             let text = good.replace("FROM ${BASE}", &format!("FROM {base}"));
             assert_eq!(lint(&text, "tuning"), Vec::<String>::new(), "{base}");
@@ -372,7 +371,7 @@ mod tests {
         for base in [
             "busybox",
             "busybox:latest",
-            "docker.io/library/busybox",
+            "registry.invalid/library/busybox",
             "busybox@sha256:0123",
             "busybox:${TAG}",
         ] {
@@ -384,7 +383,7 @@ mod tests {
             );
         }
         // The default of BASE: pinned by digest, and busybox.
-        let tagged = good.replace(DEFAULT_BASE, "docker.io/library/busybox:1.37.0-musl");
+        let tagged = good.replace(DEFAULT_BASE, "busybox:1.37.0-musl");
         assert!(
             lint(&tagged, "tuning")
                 .iter()
@@ -405,7 +404,7 @@ mod tests {
         );
         assert!(pinned("localhost:5000/rust:1.95.0"));
         assert!(!pinned("localhost:5000/rust"));
-        assert!(is_busybox("busybox") && is_busybox("quay.io/x/busybox:1@sha256:00"));
+        assert!(is_busybox("busybox") && is_busybox("registry.invalid/x/busybox:1@sha256:00"));
         assert!(!is_busybox("localhost/skyhook-busybox:amd64") && !is_busybox("busybox-extras:1"));
     }
 

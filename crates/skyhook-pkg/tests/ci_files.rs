@@ -329,7 +329,7 @@ fn guard(repo: &Path, commit: &str, stand_ins: &StandIns) -> Output {
         .arg(root().join("ci/release-guard.sh"))
         .current_dir(repo)
         .env("PATH", stand_ins.path())
-        .env("IMAGE", "ghcr.io/o/skyhook-packages/tuning")
+        .env("IMAGE", "ghcr.io/nvidia/skyhook-packages/tuning")
         .env("VERSION", "2.0.0")
         .env("COMMIT", commit)
         .output()
@@ -343,13 +343,13 @@ fn the_release_guard_refuses_a_commit_off_main_and_an_existing_image() {
     // skopeo as the registry answers for a tag it does not have.
     s.add(
         "skopeo",
-        "echo \"$*\" >> \"$(dirname \"$0\")/log\"\necho 'FATA[0000] Error reading manifest 2.0.0 in ghcr.io/o/skyhook-packages/tuning: manifest unknown' >&2\nexit 1\n",
+        "echo \"$*\" >> \"$(dirname \"$0\")/log\"\necho 'FATA[0000] Error reading manifest 2.0.0 in ghcr.io/nvidia/skyhook-packages/tuning: manifest unknown' >&2\nexit 1\n",
     );
     let out = guard(repo.path(), &on_main, &s);
     assert!(out.status.success(), "{out:?}");
     assert!(
         s.log()
-            .contains("inspect --raw docker://ghcr.io/o/skyhook-packages/tuning:2.0.0"),
+            .contains("inspect --raw docker://ghcr.io/nvidia/skyhook-packages/tuning:2.0.0"),
         "{}",
         s.log()
     );
@@ -387,7 +387,7 @@ fn push(layout: &Path, stand_ins: &StandIns) -> Output {
         .arg(root().join("ci/push-image.sh"))
         .arg(layout)
         .env("PATH", stand_ins.path())
-        .env("IMAGE", "ghcr.io/o/skyhook-packages/tuning")
+        .env("IMAGE", "ghcr.io/nvidia/skyhook-packages/tuning")
         .env("VERSION", "2.0.0")
         .env("PACKAGE", "tuning")
         .env("REGISTRY_USER", "u")
@@ -431,7 +431,7 @@ fn the_push_is_byte_for_byte_and_fails_when_the_registry_holds_another_digest() 
     assert!(
         log.contains("copy --all --preserve-digests --digestfile")
             && log.contains(&format!(
-                "--dest-authfile {auth} oci:/layout:tuning docker://ghcr.io/o/skyhook-packages/tuning:2.0.0"
+                "--dest-authfile {auth} oci:/layout:tuning docker://ghcr.io/nvidia/skyhook-packages/tuning:2.0.0"
             )),
         "{log}"
     );
@@ -461,7 +461,7 @@ fn the_github_release_names_the_digest_and_is_never_latest() {
             .env("PATH", s.path())
             .env("PACKAGE", "tuning")
             .env("VERSION", "2.0.0")
-            .env("IMAGE", "ghcr.io/o/skyhook-packages/tuning")
+            .env("IMAGE", "ghcr.io/nvidia/skyhook-packages/tuning")
             .env("DIGEST", &digest)
             .env("GH_TOKEN", "t")
             .env("GITHUB_REF_NAME", "tuning/2.0.0")
@@ -472,7 +472,7 @@ fn the_github_release_names_the_digest_and_is_never_latest() {
     assert!(out.status.success(), "{out:?}");
     let log = s.log();
     assert!(
-        log.contains(&format!("notes tuning 2.0.0 --tree {0}/x86_64-unknown-linux-gnu/tuning --tree {0}/aarch64-unknown-linux-gnu/tuning --image ghcr.io/o/skyhook-packages/tuning:2.0.0@{digest}", d.path().display())),
+        log.contains(&format!("notes tuning 2.0.0 --tree {0}/x86_64-unknown-linux-gnu/tuning --tree {0}/aarch64-unknown-linux-gnu/tuning --image ghcr.io/nvidia/skyhook-packages/tuning:2.0.0@{digest}", d.path().display())),
         "{log}"
     );
     assert!(

@@ -359,8 +359,8 @@ mod tests {
             (same.as_str(), alias.0.is_none()),
             ("oci:/tmp/skyhook-x/oci-1:tuning", true)
         );
-        let (same, _) = podman_image("docker://ghcr.io/o/p@sha256:00").unwrap();
-        assert_eq!(same, "docker://ghcr.io/o/p@sha256:00");
+        let (same, _) = podman_image("docker://ghcr.io/nvidia/skyhook-packages/tuning@sha256:00").unwrap();
+        assert_eq!(same, "docker://ghcr.io/nvidia/skyhook-packages/tuning@sha256:00");
         let d = tempfile::Builder::new().prefix(".Odd").tempdir().unwrap();
         let (aliased, alias) = podman_image(&format!("oci:{}:tuning", d.path().display())).unwrap();
         let link = alias.0.clone().unwrap();
