@@ -201,7 +201,12 @@ fn pull_requests_run_the_ci_script_and_build_and_check_changed_images_without_pu
     assert!(values(&text, "run").contains(&"bash .ci/run"));
     assert!(text.contains("skyhook-pkg -- changed --base"));
     assert!(text.contains("fetch-depth: 0"), "the diff needs the base's history");
-    assert!(text.contains("skyhook-pkg -- dist \"$PACKAGE\" --target all"));
+    assert!(text.contains("skyhook-pkg -- dist \"$PACKAGE\" --auditable --target all"));
+    assert_eq!(
+        values(&text, "CARGO_AUDITABLE_VERSION"),
+        values(&read(RELEASE), "CARGO_AUDITABLE_VERSION"),
+        "pull requests build as the release does"
+    );
     assert!(text.contains("skyhook-pkg -- image build \"$PACKAGE\" --oci image-oci"));
     assert!(text.contains("image check \"$PACKAGE\" --image \"oci:image-oci:$PACKAGE\" --dist dist"));
     for never in ["push-image", "cosign", "packages: write", "secrets."] {
