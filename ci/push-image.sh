@@ -4,20 +4,15 @@
 # image build` wrote, byte for byte (`--preserve-digests`: no recompression, no
 # conversion), so the digest nodes pull is the one built and checked here; fails when
 # the registry reports another. Prints `digest=sha256:…` for $GITHUB_OUTPUT. The
-# login is kept in Docker's config file ($REGISTRY_AUTH_FILE, default
-# ~/.docker/config.json), where cosign, the attestation action and podman find it.
+# login is ci/registry-login.sh's ($REGISTRY_AUTH_FILE, default ~/.docker/config.json).
 # Usage: IMAGE=ghcr.io/nvidia/skyhook-packages/tuning VERSION=2.0.0 PACKAGE=tuning \
-#        REGISTRY_USER=… REGISTRY_TOKEN=… ci/push-image.sh <oci-layout>
+#        ci/push-image.sh <oci-layout>
 set -euo pipefail
 layout=${1:?usage: ci/push-image.sh <oci-layout>}
-: "${IMAGE:?}" "${VERSION:?}" "${PACKAGE:?}" "${REGISTRY_USER:?}" "${REGISTRY_TOKEN:?}"
+: "${IMAGE:?}" "${VERSION:?}" "${PACKAGE:?}"
 
 local_digest="sha256:$(skopeo inspect --raw "oci:$layout:$PACKAGE" | sha256sum | cut -d' ' -f1)"
-registry=${IMAGE%%/*}
 authfile=${REGISTRY_AUTH_FILE:-$HOME/.docker/config.json}
-mkdir -p "$(dirname "$authfile")"
-printf '%s' "$REGISTRY_TOKEN" |
-    skopeo login --authfile "$authfile" --username "$REGISTRY_USER" --password-stdin "$registry" >&2
 digestfile=$(mktemp)
 trap 'rm -f "$digestfile"' EXIT
 skopeo copy --all --preserve-digests --digestfile "$digestfile" --dest-authfile "$authfile" \

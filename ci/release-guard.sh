@@ -5,9 +5,11 @@
 #   publish code that was never reviewed there): it must be an ancestor of
 #   origin/main, so the checkout needs the history (fetch-depth: 0);
 # - the image <IMAGE>:<VERSION> already exists in the registry: a release is pushed
-#   once, and a re-run must not replace what nodes already pull. Only the
-#   registry's "manifest unknown" / "not found" answer lets the release go on; any
-#   other failure to ask (network, authentication) refuses it too.
+#   once, and a re-run must not replace what nodes already pull. The registry is
+#   asked with ci/registry-login.sh's login ($REGISTRY_AUTH_FILE, default
+#   ~/.docker/config.json, when it exists). Only its "manifest unknown" or "name
+#   unknown" answer (no such tag, no such image yet) lets the release go on; any other
+#   failure to ask (network, authentication) refuses it too.
 # Usage: IMAGE=ghcr.io/nvidia/skyhook-packages/tuning VERSION=2.0.0 COMMIT=<sha> ci/release-guard.sh
 set -euo pipefail
 : "${IMAGE:?}" "${VERSION:?}" "${COMMIT:?}"
@@ -22,12 +24,17 @@ if ! git merge-base --is-ancestor "$COMMIT" "$main"; then
     exit 1
 fi
 
-if answer=$(skopeo inspect --raw "docker://$IMAGE:$VERSION" 2>&1); then
+authfile=${REGISTRY_AUTH_FILE:-$HOME/.docker/config.json}
+auth=()
+if [ -f "$authfile" ]; then
+    auth=(--authfile "$authfile")
+fi
+if answer=$(skopeo inspect "${auth[@]}" --raw "docker://$IMAGE:$VERSION" 2>&1); then
     echo "error: $IMAGE:$VERSION already exists: a version is released once; bump the version to release again" >&2
     exit 1
 fi
 case "$answer" in
-*"manifest unknown"* | *"not found"* | *"NOT_FOUND"* | *"MANIFEST_UNKNOWN"*) ;;
+*"manifest unknown"* | *"MANIFEST_UNKNOWN"* | *"name unknown"* | *"NAME_UNKNOWN"*) ;;
 *)
     echo "error: cannot tell whether $IMAGE:$VERSION exists (skopeo inspect): $answer" >&2
     exit 1

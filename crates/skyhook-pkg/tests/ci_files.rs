@@ -167,6 +167,7 @@ fn the_release_guards_builds_checks_pushes_signs_attests_and_checks_the_pushed_d
     );
     let order = [
         "skyhook-pkg -- tag \"$GITHUB_REF_NAME\" --owner \"$GITHUB_REPOSITORY_OWNER\"",
+        "bash ci/registry-login.sh",
         "bash ci/release-guard.sh",
         "skyhook-pkg -- dist --auditable --target all",
         "skyhook-pkg -- image build \"$PACKAGE\" --oci image-oci",
@@ -300,6 +301,11 @@ impl StandIns {
         )
     }
 
+    /// The registry login file the scripts share.
+    fn auth(&self) -> PathBuf {
+        self.dir.path().join("auth.json")
+    }
+
     fn log(&self) -> String {
         fs::read_to_string(self.dir.path().join("log")).unwrap_or_default()
     }
@@ -334,6 +340,7 @@ fn guard(repo: &Path, commit: &str, stand_ins: &StandIns) -> Output {
         .arg(root().join("ci/release-guard.sh"))
         .current_dir(repo)
         .env("PATH", stand_ins.path())
+        .env("REGISTRY_AUTH_FILE", stand_ins.auth())
         .env("IMAGE", "ghcr.io/nvidia/skyhook-packages/tuning")
         .env("VERSION", "2.0.0")
         .env("COMMIT", commit)
@@ -352,12 +359,29 @@ fn the_release_guard_refuses_a_commit_off_main_and_an_existing_image() {
     );
     let out = guard(repo.path(), &on_main, &s);
     assert!(out.status.success(), "{out:?}");
+    // Without a login file the registry is asked anonymously; with one, logged in.
     assert!(
         s.log()
             .contains("inspect --raw docker://ghcr.io/nvidia/skyhook-packages/tuning:2.0.0"),
         "{}",
         s.log()
     );
+    fs::write(s.auth(), "{}").unwrap();
+    assert!(guard(repo.path(), &on_main, &s).status.success());
+    assert!(
+        s.log().contains(&format!(
+            "inspect --authfile {} --raw docker://ghcr.io/nvidia/skyhook-packages/tuning:2.0.0",
+            s.auth().display()
+        )),
+        "{}",
+        s.log()
+    );
+    // A package never pushed: the registry does not know the name.
+    s.add(
+        "skopeo",
+        "echo 'Error: reading manifest 2.0.0: name unknown: repository name not known to registry' >&2\nexit 1\n",
+    );
+    assert!(guard(repo.path(), &on_main, &s).status.success());
 
     let out = guard(repo.path(), &elsewhere, &s);
     assert!(!out.status.success());
@@ -395,9 +419,7 @@ fn push(layout: &Path, stand_ins: &StandIns) -> Output {
         .env("IMAGE", "ghcr.io/nvidia/skyhook-packages/tuning")
         .env("VERSION", "2.0.0")
         .env("PACKAGE", "tuning")
-        .env("REGISTRY_USER", "u")
-        .env("REGISTRY_AUTH_FILE", stand_ins.dir.path().join("auth.json"))
-        .env("REGISTRY_TOKEN", "t")
+        .env("REGISTRY_AUTH_FILE", stand_ins.auth())
         .output()
         .unwrap()
 }
@@ -426,13 +448,7 @@ fn the_push_is_byte_for_byte_and_fails_when_the_registry_holds_another_digest() 
     assert!(out.status.success(), "{out:?}");
     assert_eq!(String::from_utf8_lossy(&out.stdout), format!("digest={real}\n"));
     let log = s.log();
-    let auth = format!("{}/auth.json", s.dir.path().display());
-    assert!(
-        log.contains(&format!(
-            "login --authfile {auth} --username u --password-stdin ghcr.io"
-        )),
-        "{log}"
-    );
+    let auth = s.auth().display().to_string();
     assert!(
         log.contains("copy --all --preserve-digests --digestfile")
             && log.contains(&format!(
@@ -447,6 +463,35 @@ fn the_push_is_byte_for_byte_and_fails_when_the_registry_holds_another_digest() 
         String::from_utf8_lossy(&out.stderr).contains("not the checked"),
         "{out:?}"
     );
+}
+
+#[test]
+fn the_login_is_kept_where_every_tool_finds_it_and_the_token_is_never_an_argument() {
+    let s = StandIns::new();
+    s.add(
+        "skopeo",
+        "echo \"$*\" >> \"$(dirname \"$0\")/log\"\necho \"stdin=$(cat)\" >> \"$(dirname \"$0\")/log\"\n",
+    );
+    let out = Command::new("bash")
+        .arg(root().join("ci/registry-login.sh"))
+        .env("PATH", s.path())
+        .env("IMAGE", "ghcr.io/nvidia/skyhook-packages/tuning")
+        .env("REGISTRY_USER", "u")
+        .env("REGISTRY_TOKEN", "secret-token")
+        .env("REGISTRY_AUTH_FILE", s.dir.path().join("docker/config.json"))
+        .output()
+        .unwrap();
+    assert!(out.status.success(), "{out:?}");
+    let log = s.log();
+    let auth = s.dir.path().join("docker/config.json");
+    assert!(
+        log.contains(&format!(
+            "login --authfile {} --username u --password-stdin ghcr.io\nstdin=secret-token\n",
+            auth.display()
+        )),
+        "{log}"
+    );
+    assert!(auth.parent().unwrap().is_dir(), "the config's directory is made");
 }
 
 #[test]
@@ -541,6 +586,7 @@ fn ci_runs_the_pinned_linters_over_every_shell_script() {
         "ci/github-release.sh",
         "ci/push-image.sh",
         "ci/release-guard.sh",
+        "ci/registry-login.sh",
         "ci/lint",
         "crates/skyhook-pkg/tests/vm/guest/prelude.sh",
         "crates/skyhook-pkg/tests/vm/guest/skyhook-vm-runner",

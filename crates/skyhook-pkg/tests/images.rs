@@ -152,6 +152,15 @@ fn every_image_is_reproducible_and_runs_as_the_operator_runs_it() {
                 .map(|l| l["size"].as_u64().unwrap())
                 .collect();
             assert_eq!(layers.len(), 2, "{p} {arch}: the base's layer and the package's");
+            // The image's own configuration says the platform the index gives it, and
+            // the build time the index is annotated with.
+            let config = blob(&first, manifest["config"]["digest"].as_str().unwrap());
+            assert_eq!(
+                (config["os"].as_str(), config["architecture"].as_str()),
+                (Some("linux"), Some(arch)),
+                "{p}"
+            );
+            assert_eq!(config["created"], ann["org.opencontainers.image.created"], "{p} {arch}");
             skyhook_testkit::figures::record(
                 "images",
                 &format!("{p} linux/{arch}: compressed image (package layer)"),
