@@ -175,6 +175,8 @@ fn the_release_guards_builds_checks_pushes_signs_attests_and_checks_the_pushed_d
         "bash ci/push-image.sh image-oci",
         "cosign sign --yes \"$IMAGE@$DIGEST\"",
         "actions/attest-build-provenance@",
+        "anchore/sbom-action@",
+        "actions/attest-sbom@",
         "image check \"$PACKAGE\" --image \"docker://$IMAGE@$DIGEST\" --dist dist",
         "bash ci/github-release.sh dist",
     ];
@@ -189,8 +191,14 @@ fn the_release_guards_builds_checks_pushes_signs_attests_and_checks_the_pushed_d
     assert!(text.contains("fetch-depth: 0"), "the guard needs main's history");
     assert!(text.contains("cargo install --locked cargo-auditable --version"));
     assert!(text.contains("sigstore/cosign-installer@"));
-    assert_eq!(values(&text, "subject-digest"), ["${{ steps.push.outputs.digest }}"]);
-    assert_eq!(values(&text, "push-to-registry"), ["true"]);
+    assert_eq!(values(&text, "subject-digest"), ["${{ steps.push.outputs.digest }}"; 2]);
+    assert_eq!(values(&text, "push-to-registry"), ["true"; 2]);
+    assert_eq!(
+        values(&text, "image"),
+        ["rust:1.95.0-bookworm", "${{ steps.tag.outputs.image }}@${{ steps.push.outputs.digest }}"],
+        "the SBOM is of the pushed digest"
+    );
+    assert_eq!(values(&text, "sbom-path"), ["sbom.spdx.json"]);
     assert!(text.contains("--version \"$VERSION\" --revision \"$GITHUB_SHA\" --description \"$DESCRIPTION\""));
     // Both platforms are checked: the arm64 image under qemu-user.
     assert_eq!(text.matches("ci/with-qemu-binfmt aarch64").count(), 2);
