@@ -195,7 +195,10 @@ fn the_release_guards_builds_checks_pushes_signs_attests_and_checks_the_pushed_d
     assert_eq!(values(&text, "push-to-registry"), ["true"; 2]);
     assert_eq!(
         values(&text, "image"),
-        ["rust:1.95.0-bookworm", "${{ steps.tag.outputs.image }}@${{ steps.push.outputs.digest }}"],
+        [
+            "rust:1.95.0-bookworm",
+            "${{ steps.tag.outputs.image }}@${{ steps.push.outputs.digest }}"
+        ],
         "the SBOM is of the pushed digest"
     );
     assert_eq!(values(&text, "sbom-path"), ["sbom.spdx.json"]);

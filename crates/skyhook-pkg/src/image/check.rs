@@ -10,12 +10,13 @@
 //!    the node's copy directory is the dist tree plus both configMaps, byte for byte,
 //!    and nothing else was written on the node;
 //! 3. a step from the copied tree, as the agent runs it: chrooted into the node (a
-//!    scratch Debian-like root: only `/etc/os-release`), `<copy>/skyhook_dir/<package>
-//!    <mode>` or `<package>_check <mode>-check`, with `SKYHOOK_DIR` and
-//!    `SKYHOOK_RESOURCE_ID` set, ending as [`plan`] says for that package (tuning
-//!    configures its limits and checks them; the packages that install distribution
-//!    packages refuse the bare node, naming the missing apt-get). A platform of
-//!    another architecture runs under qemu-user (binfmt_misc, `ci/with-qemu-binfmt`).
+//!    scratch Debian-like root: `/etc/os-release` and `/run/lock`), the copy's
+//!    `skyhook_dir/<package> <mode>` or `<package>_check <mode>-check`, with
+//!    `SKYHOOK_DIR` and `SKYHOOK_RESOURCE_ID` set, ending as [`plan`] says for that
+//!    package (tuning configures its limits and checks them; the packages that
+//!    install distribution packages refuse the bare node, naming the missing
+//!    apt-get, and leave it as it was). A platform of another architecture runs
+//!    under qemu-user (binfmt_misc, `ci/with-qemu-binfmt`).
 //!
 //! Each failure is a `FAIL` line naming the platform and what differs; the check
 //! fails (exit 1) when any was printed.
@@ -284,6 +285,10 @@ fn init_problems(
             .map(|d| format!("node /{d}")),
     );
     if problems.is_empty() {
+        // What every node has: its os-release, and /run/lock (systemd's tmpfiles make it
+        // at boot), where action steps take the node lock.
+        let lock = node.join("run/lock");
+        fs::create_dir_all(&lock).map_err(|e| ToolError::io("make the node's /run/lock", &lock, e))?;
         let etc = node.join("etc");
         fs::create_dir_all(&etc).map_err(|e| ToolError::io("make the node's /etc", &etc, e))?;
         fs::write(etc.join("os-release"), OS_RELEASE)
@@ -303,6 +308,8 @@ fn step_problems(package: &str, node: &Path, steps: &[Step]) -> Vec<String> {
             package.to_string()
         };
         let program = format!("{COPY_DIR}/skyhook_dir/{binary}");
+        // A step that must fail must also leave the node as it was.
+        let before = (step.code != 0).then(|| tree::snapshot(node));
         let out = Command::new("chroot")
             .arg(node)
             .args([&program, step.mode])
@@ -327,6 +334,16 @@ fn step_problems(package: &str, node: &Path, steps: &[Step]) -> Vec<String> {
                 }
             }
             Err(e) => problems.push(format!("cannot run chroot(8) for `{program} {}`: {e}", step.mode)),
+        }
+        if let Some(Ok(before)) = before {
+            match tree::snapshot(node) {
+                Ok(after) => problems.extend(
+                    tree::differences(&after, &before)
+                        .into_iter()
+                        .map(|d| format!("the failed step `{program} {}` changed the node: /{d}", step.mode)),
+                ),
+                Err(e) => problems.push(e.to_string()),
+            }
         }
     }
     problems
