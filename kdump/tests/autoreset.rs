@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //! RHEL 9: kdumpctl resets crashkernel= to the distribution's default at every kernel
-//! install unless /etc/kdump.conf says `auto_reset_crashkernel no` (issue 17 item 1).
+//! install unless /etc/kdump.conf says `auto_reset_crashkernel no`.
 //! The node's kdumpctl stand-in does what the real one does (skyhook-testkit
 //! `boot_tools::KDUMPCTL`); `install_kernel` is `dnf install kernel`.
 

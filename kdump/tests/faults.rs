@@ -26,13 +26,13 @@ fn a_failing_directory_fails_the_step_naming_it_and_leaves_the_node_as_it_was() 
         // On grubby nodes the entries are grubby's to write: only our own files here.
         (RHEL, &["/etc", "/var/lib/skyhook-packages"][..]),
     ] {
-        failures.extend(faults::campaign(|| installed(distro), "config", dirs, &Fault::ALL));
+        failures.extend(faults::campaign(|| installed(distro), "config", dirs, &Fault::ALL, &[]));
         let configured = || {
             let node = installed(distro);
             node.run("config").expect_code(0);
             node
         };
-        failures.extend(faults::campaign(configured, "uninstall", dirs, &[Fault::ReadOnly]));
+        failures.extend(faults::campaign(configured, "uninstall", dirs, &[Fault::ReadOnly], &[]));
     }
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Crash consistency (issue 12): apply, config and uninstall on a Debian-like (GRUB
+//! Crash consistency: apply, config and uninstall on a Debian-like (GRUB
 //! drop-in, update-grub) and a RHEL-like (grubby) node are killed at their mutating
 //! system calls (skyhook_testkit::killpoint), rerun, and must end exactly where an
 //! uninterrupted run ends, with the check mode passing.

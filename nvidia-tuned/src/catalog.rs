@@ -108,9 +108,16 @@ pub struct FileEntry {
     /// their own containerd). The node decides: the file goes to
     /// `/etc/systemd/system/<unit>.d/` of each of them installed there, restarting
     /// that unit, and to `path` (the first unit's) when none is (see
-    /// [`crate::desired`]).
+    /// [`crate::desired`]). A name with one `*` (`k3s-*.service`) stands for every
+    /// installed unit it matches.
     #[serde(default)]
     pub drop_in_units: Vec<String>,
+    /// The GRUB drop-in of upstream's configure_bootloader step (service `rke2`):
+    /// switched by `CONFIGURE_BOOTLOADER`, refused off the Debian family, left out
+    /// where the node's grub.cfg already expands `$tuned_params` (see
+    /// [`crate::grub::bootloader_step`]).
+    #[serde(default)]
+    pub configure_bootloader: bool,
 }
 
 /// A cloud service's wrapper profile, the accelerators it has profiles for and its files.

@@ -2,7 +2,8 @@
 //! What this node gets: the configMap read, the accelerator chosen (by name or
 //! `auto`), the OS override or common fallback picked from `/etc/os-release`, the
 //! catalog rendered, optional sysctls this kernel lacks left out, the container
-//! runtime's drop-ins placed for the runtime units installed here. The result is the
+//! runtime's drop-ins placed for the runtime units installed here, rke2's GRUB drop-in
+//! decided for the node ([`crate::grub::bootloader_step`]). The result is the
 //! tuned engine's request: profiles and `tuned_profile` in memory, plus files.
 
 use std::collections::BTreeMap;
@@ -60,6 +61,7 @@ impl Desired {
             .map_err(|e| Error::input(format!("configMap key {:?}: {e}", e.key())))?;
         drop_missing_sysctls(&step.host, &catalog.manifest.optional_sysctls, &mut rendered)?;
         place_drop_ins(&step.host, &mut rendered)?;
+        crate::grub::bootloader_step::decide(step, &mut rendered)?;
         let chain: Vec<String> = rendered
             .profiles
             .iter()
@@ -150,15 +152,19 @@ fn running(host: &Host, restart: &[String], path: &Path) -> Result<Vec<String>> 
 /// later, or a chroot). RKE2 and K3s start their own containerd from their unit, so a
 /// drop-in for `containerd.service` alone would not reach it there (nodewright-packages
 /// #134); an installed unit counts even when it has not started yet (tuned applies
-/// profiles at boot, before the runtime starts).
+/// profiles at boot, before the runtime starts). A unit entry with a `*`
+/// (`k3s-*.service`: K3s installed with `INSTALL_K3S_NAME`) takes every installed unit
+/// it matches, found by reading the unit directories.
 fn place_drop_ins(host: &Host, rendered: &mut Rendered) -> Result<()> {
     let systemd = Systemd::new(host);
     let mut placed = Vec::new();
     for (entry, bytes) in std::mem::take(&mut rendered.files) {
-        let mut installed = Vec::new();
+        let mut installed: Vec<String> = Vec::new();
         for unit in &entry.drop_in_units {
-            if systemd.is_installed(unit)? {
-                installed.push(unit.clone());
+            for found in systemd.installed_matching(unit)? {
+                if !installed.contains(&found) {
+                    installed.push(found);
+                }
             }
         }
         let Some(name) = entry.path.file_name().filter(|_| !installed.is_empty()) else {

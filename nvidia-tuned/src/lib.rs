@@ -8,12 +8,16 @@
 //! [`accelerator`] the node's accelerator, [`desired`] the tuned request for this
 //! node, [`main_conf`] the tuned-main.conf options, [`legacy`] what the bash version left, [`effective`] the reviewable
 //! settings of each combination (`skyhook_core::profile::Catalog`), [`host_steps`] the
-//! host changes beyond tuned profiles a service ships for an accelerator (`oci` × `gb300`).
+//! host changes beyond tuned profiles a service ships for an accelerator (`oci` × `gb300`),
+//! [`grub`] the services' GRUB drop-ins (rke2's decided as upstream's step, GRUB
+//! regenerated on Debian-family nodes), [`grub_d`] their refusal on RHEL-like hosts.
 
 pub mod accelerator;
 pub mod catalog;
 pub mod desired;
 pub mod effective;
+pub mod grub;
+pub mod grub_d;
 pub mod host_steps;
 pub mod legacy;
 pub mod main_conf;
@@ -97,13 +101,17 @@ fn main_conf_store(step: &Step) -> StateStore<'_> {
 
 /// config: choose and render, hand the request to tuned (validation, deploy,
 /// reconcile, activation), set tuned-main.conf's options (restarting tuned when they
-/// change), say which interrupt the change needs.
+/// change), regenerate GRUB for the services' drop-ins, run the host steps, say which
+/// interrupt the change needs.
 fn config(step: &Step) -> Result<Outcome> {
     let catalog = Catalog::embedded();
     let desired = Desired::read(step, &catalog)?;
     let mut host_plan = host_steps::Plan::read(step, desired.rendered.host.clone(), desired.spcx_cc)?;
+    grub_d::refuse_on_rhel_like(step, &desired, &host_plan)?;
     host_plan.preflight(step)?;
+    let regeneration = grub::regeneration::Regeneration::read(step, &desired, &catalog, true)?;
     let files_need = desired.files_interrupt(&step.host)?;
+    regeneration.prepare(step)?;
     let outcome = tuned::config_with(&engine(step, desired.configmaps()), &desired.files())?;
     let layout = tuned::layout::Tuned::detect(&step.host)?;
     let ours = desired
@@ -128,11 +136,13 @@ fn config(step: &Step) -> Result<Outcome> {
         }
         main_conf::restarted(&store)?;
     }
+    let grub_needs = regeneration.finish(step)?;
     let host_needs = host_steps::apply(step, &host_plan)?;
     let needs = outcome
         .interrupt
         .unwrap_or(skyhook_core::Interrupt::NoOp)
         .combine(files_need)
+        .combine(grub_needs)
         .combine(host_needs);
     Ok(Outcome::needs(needs))
 }
@@ -145,6 +155,7 @@ fn check(step: &Step, verify: Verify) -> Result<Outcome> {
     let engine_result = tuned::check::config_check_with(&engine(step, desired.configmaps()), verify, &desired.files());
     let host_plan = host_steps::Plan::read(step, desired.rendered.host.clone(), desired.spcx_cc)?;
     let mut unmet = host_steps::check(step, &host_plan, verify == Verify::Required)?;
+    unmet.extend(grub::regeneration::Regeneration::read(step, &desired, &catalog, false)?.unmet(step)?);
     if !main_conf::holds(&step.host, &catalog.manifest.tuned_main)? {
         unmet.push(format!(
             "{} does not set {:?} (config sets it)",
@@ -186,13 +197,12 @@ fn uninstall(step: &Step) -> Result<Outcome> {
             "uninstall took back GRUB drop-ins of the host steps: the node's boot settings return at the next boot (needs a reboot)"
         );
     }
-    main_conf::restore(
-        &step.host,
-        &main_conf_store(step),
-        &Catalog::embedded().manifest.tuned_main,
-    )?;
+    let catalog = Catalog::embedded();
+    let tuned_regenerates = grub::regeneration::uninstall_prepare(step, &catalog)?;
+    main_conf::restore(&step.host, &main_conf_store(step), &catalog.manifest.tuned_main)?;
     let outcome = tuned::service::uninstall(&engine(step, ConfigMaps::default()))?;
-    legacy::remove(&step.host, &Catalog::embedded(), &Default::default())?;
+    legacy::remove(&step.host, &catalog, &Default::default())?;
+    grub::regeneration::uninstall_finish(step, tuned_regenerates)?;
     Ok(outcome)
 }
 

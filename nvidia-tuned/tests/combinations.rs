@@ -7,6 +7,7 @@
 mod before;
 #[path = "../../tuned/tests/common/mod.rs"]
 mod common;
+mod grub_node;
 
 use common::*;
 use skyhook_core::os::distro::fixtures;
@@ -26,6 +27,7 @@ type Keys<'a> = &'a [(&'a str, &'a str)];
 fn node(os_release: &str, keys: &[(&str, &str)]) -> Node {
     let node = debian(Some("2.21.0"));
     node.file("/etc/os-release", os_release);
+    grub_node::with_grub(&node);
     for (k, v) in keys {
         node.configmap(k, v);
     }
@@ -208,6 +210,45 @@ fn on_an_rke2_node_the_stack_limit_reaches_the_runtime_rke2_starts_and_only_the_
     }
 }
 
+/// K3s installed with `INSTALL_K3S_NAME=gpu` names its unit `k3s-gpu.service` (in
+/// `/etc/systemd/system`, where its installer writes it); upstream's vr200 script finds
+/// such units too. The stack limit must reach the containerd that unit starts.
+#[test]
+fn k3s_installed_under_another_name_gets_the_stack_limit_and_the_restart() {
+    let node = node(
+        UBUNTU_2604,
+        &[("accelerator", "vr200"), ("intent", "inference"), ("service", "bcm")],
+    );
+    runtime_unit(&node, "/etc/systemd/system", "k3s-gpu.service", true);
+    runtime_unit(&node, "/etc/systemd/system", "k3s-agent-edge.service", false);
+    let gpu = "/etc/systemd/system/k3s-gpu.service.d/containerd.conf";
+    let edge = "/etc/systemd/system/k3s-agent-edge.service.d/containerd.conf";
+    node.run("config")
+        .expect_code(0)
+        .expect_output("containerd.conf goes to the container runtime units installed here: k3s-agent-edge.service, k3s-gpu.service")
+        .expect_output("interrupt needed: {type: service, services: [k3s-gpu]}");
+    for path in [gpu, edge] {
+        assert_eq!(
+            node.read(path).as_deref(),
+            Some("[Service]\nLimitSTACK=67108864\n"),
+            "{path}"
+        );
+    }
+    assert!(!node.exists(CONTAINERD), "containerd.service is not installed here");
+    node.run("config-check").expect_code(0);
+    node.run("config")
+        .expect_code(0)
+        .expect_output("interrupt needed: none");
+
+    // The named K3s goes away: its drop-in is taken back, the other stays.
+    std::fs::remove_file(node.path("/etc/systemd/system/k3s-gpu.service")).unwrap();
+    node.run("config").expect_code(0);
+    assert!(!node.exists("/etc/systemd/system/k3s-gpu.service.d") && node.exists(edge));
+    node.run("uninstall").expect_code(0);
+    node.run("uninstall-check").expect_code(0);
+    assert!(!node.exists(edge), "taken back by uninstall");
+}
+
 /// The pairs upstream's prepare script accepts (it wraps any `nvidia-<accelerator>-<intent>`
 /// with any service) and the catalog refused before 0.10.0's review.
 #[test]
@@ -342,7 +383,7 @@ fn rke2_keeps_the_kernel_arguments_and_its_grub_drop_in_appends_them() {
     let node = node(fixtures::UBUNTU_2404, &[("accelerator", "gb200"), ("service", "rke2")]);
     node.run("config")
         .expect_code(0)
-        .expect_output("99-nvidia-tuned-cmdline.cfg takes effect at the next update-grub")
+        .expect_output("99-nvidia-tuned-cmdline.cfg takes effect at the next boot, once config has regenerated GRUB")
         .expect_output("interrupt needed: {type: reboot}");
     assert_eq!(
         node.read("/etc/tuned/active_profile").unwrap(),
@@ -377,6 +418,7 @@ fn uninstall_is_exact(os_release: &str, keys: &[(&str, &str)]) {
     let node = debian(None);
     node.file("/etc/os-release", os_release);
     node.file("/etc/tuned/tuned-main.conf", "daemon = 1\nreapply_sysctl = 1\n");
+    grub_node::with_grub(&node);
     let before = before::snapshot(&node);
     for (k, v) in keys {
         node.configmap(k, v);

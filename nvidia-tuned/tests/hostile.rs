@@ -8,6 +8,7 @@
 
 #[path = "../../tuned/tests/common/mod.rs"]
 mod common;
+mod grub_node;
 mod oci_node;
 
 use common::*;
@@ -138,17 +139,52 @@ fn hostile_host_step_variables_are_refused() {
 }
 
 #[test]
+fn hostile_bootloader_switch_is_refused() {
+    use std::os::unix::ffi::OsStringExt;
+    let rows: &[(&str, &str)] = &[
+        ("flase", "\"flase\""),
+        ("$(reboot)", "\"$(reboot)\""),
+        ("auto", "\"auto\""),
+        ("true; reboot", "\"true; reboot\""),
+        ("on\noff", "not a switch"),
+    ];
+    let mut cases: Vec<Case> = rows
+        .iter()
+        .map(|(value, says)| {
+            Case::new(&format!("CONFIGURE_BOOTLOADER: {value}"), "config")
+                .env("CONFIGURE_BOOTLOADER", *value)
+                .says(says)
+        })
+        .collect();
+    cases.push(
+        Case::new("CONFIGURE_BOOTLOADER: not UTF-8", "config")
+            .env(
+                "CONFIGURE_BOOTLOADER",
+                std::ffi::OsString::from_vec(b"fals\xff".to_vec()),
+            )
+            .says("not UTF-8"),
+    );
+    cases.push(
+        Case::new("CONFIGURE_BOOTLOADER: 100 KB", "config")
+            .env("CONFIGURE_BOOTLOADER", "f".repeat(100_000))
+            .says("CONFIGURE_BOOTLOADER"),
+    );
+    // An rke2 node with GRUB where config already ran (the drop-in deployed).
+    let node = debian(Some("2.21.0"));
+    grub_node::with_grub(&node);
+    node.configmap("accelerator", "gb200").configmap("service", "rke2");
+    node.run("config").expect_code(0);
+    let report = Corpus::new(&node).run(&cases);
+    eprintln!("nvidia-tuned bootloader-switch corpus: {} case(s)", report.cases);
+    report.assert_passed();
+}
+
+#[test]
 fn damaged_records_are_refused_naming_them() {
     let node = configured();
-    let records = hostile::records_of(&node);
-    assert!(!records.is_empty(), "a configured node keeps records");
-    let cases: Vec<Case> = records
-        .iter()
-        .flat_map(|r| ["config", "uninstall"].map(|mode| hostile::record_cases(r, mode)))
-        .flatten()
-        .collect();
+    let cases = hostile::every_record_cases(&node, &["config", "uninstall"]);
     let report = Corpus::new(&node).run(&cases);
-    eprintln!("nvidia-tuned record corpus: {} case(s) over {records:?}", report.cases);
+    eprintln!("nvidia-tuned record corpus: {} case(s)", report.cases);
     report.assert_passed();
 }
 

@@ -7,6 +7,7 @@
 
 #[path = "../../tuned/tests/common/mod.rs"]
 mod common;
+mod grub_node;
 mod oci_node;
 
 use common::*;
@@ -22,8 +23,10 @@ fn campaign(node: &Node, mode: &str, check: &str) {
     report.assert_converged();
 }
 
+/// A gb200 node on EKS with GRUB (config regenerates it for the eks drop-in).
 fn configured_node() -> Node {
     let node = debian(None);
+    grub_node::with_grub(&node);
     node.run("apply").expect_code(0);
     node.file("/etc/tuned/tuned-main.conf", "daemon = 1\nreapply_sysctl = 1\n");
     node.configmap("accelerator", "gb200")
@@ -45,11 +48,30 @@ fn config_reconciling_to_another_intent_converges_after_a_kill() {
     campaign(&node, "config", "config-check");
 }
 
+/// A node configured for eks that the bash version had configured for rke2 before (its
+/// drop-in left, known by upstream's marker line), moved to rke2 with
+/// `CONFIGURE_BOOTLOADER=false`: tuned's reconcile takes eks's drop-in back, this
+/// package the bash version's, and GRUB is regenerated without either.
+#[test]
+fn config_taking_grub_drop_ins_back_converges_after_a_kill() {
+    let mut node = configured_node();
+    node.run("config").expect_code(0);
+    node.file(
+        "/etc/default/grub.d/99-nvidia-tuned-cmdline.cfg",
+        "# Managed by the nvidia-tuned Skyhook package (configure_bootloader.sh). Do not edit.\n",
+    );
+    node.configmap("service", "rke2");
+    node.env("CONFIGURE_BOOTLOADER", "false");
+    campaign(&node, "config", "config-check");
+}
+
 /// A vr200 node on Ubuntu 26.04 with service rke2, an RKE2 agent (both of RKE2's
-/// units installed, the agent's running): the GRUB drop-in that appends the kernel
-/// arguments and a stack-limit drop-in for each RKE2 unit, deployed and removed.
+/// units installed, the agent's running) and GRUB: the GRUB drop-in that appends the
+/// kernel arguments (GRUB regenerated) and a stack-limit drop-in for each RKE2 unit,
+/// deployed and removed.
 fn rke2_vr200_node() -> Node {
     let node = debian(None);
+    grub_node::with_grub(&node);
     node.run("apply").expect_code(0);
     runtime_unit(&node, "/usr/local/lib/systemd/system", "rke2-agent.service", true);
     runtime_unit(&node, "/usr/local/lib/systemd/system", "rke2-server.service", false);

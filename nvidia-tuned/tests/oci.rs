@@ -258,7 +258,19 @@ fn pairs_that_ship_no_host_step_do_nothing_of_it() {
         ] {
             assert!(!node.exists(path), "{keys:?}: {path}");
         }
-        assert!(!node.exists("/var/lib/skyhook-packages/nvidia-tuned-host-steps"));
+        // eks's GRUB drop-in keeps what GRUB was generated from in the same record;
+        // no host step is recorded.
+        let record = "/var/lib/skyhook-packages/nvidia-tuned-host-steps/nvidia-tuned/state.json";
+        if let Some(text) = node.read(record) {
+            let changes: nvidia_tuned::host_steps::ledger::Changes = serde_json::from_str(&text).unwrap();
+            assert!(keys.contains(&("service", "eks")), "{keys:?}: {text}");
+            assert!(
+                changes.files.is_empty() && changes.units.is_empty() && !changes.regenerate && changes.grub.is_some(),
+                "{keys:?}: {text}"
+            );
+        } else {
+            assert!(!node.exists("/var/lib/skyhook-packages/nvidia-tuned-host-steps"));
+        }
         node.run("config-check").expect_code(0);
     }
 }

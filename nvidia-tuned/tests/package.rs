@@ -6,6 +6,7 @@
 mod before;
 #[path = "../../tuned/tests/common/mod.rs"]
 mod common;
+mod grub_node;
 
 use common::*;
 use skyhook_core::os::distro::fixtures;
@@ -14,6 +15,7 @@ use skyhook_testkit::Node;
 /// An Ubuntu 22.04 node with tuned 2.21 installed and running, configMap `keys`.
 fn node(keys: &[(&str, &str)]) -> Node {
     let node = debian(Some("2.21.0"));
+    grub_node::with_grub(&node);
     for (k, v) in keys {
         node.configmap(k, v);
     }
@@ -161,6 +163,7 @@ fn uninstall_leaves_the_node_as_before_install() {
         "/etc/tuned/tuned-main.conf",
         "# site settings\ndaemon = 1\nreapply_sysctl = 1\n",
     );
+    grub_node::with_grub(&node);
     let before = before::snapshot(&node);
     node.configmap("accelerator", "gb200").configmap("service", "eks");
     node.run("apply").expect_code(0);
@@ -498,6 +501,21 @@ fn container_optimized_os_is_refused_before_any_change() {
     let before = node.snapshot();
     node.run("config").expect_code(1).expect_output("ID=cos");
     before.assert_same(&node.snapshot());
+}
+
+#[test]
+fn a_chain_with_bootloader_options_is_refused_on_an_ostree_managed_node_before_any_change() {
+    let node = rhel(fixtures::RHEL_9, false, Some("2.24.1"));
+    node.file("/run/ostree-booted", "").configmap("accelerator", "h100");
+    let before = node.snapshot();
+    node.run("config")
+        .expect_code(1)
+        .expect_output("carry bootloader options")
+        .expect_output("[bootloader] cmdline")
+        .expect_output("/run/ostree-booted exists")
+        .expect_output("MachineConfig");
+    before.assert_same(&node.snapshot());
+    assert!(calls_of(&node, "tuned-adm").is_empty(), "{:?}", node.calls());
 }
 
 #[test]

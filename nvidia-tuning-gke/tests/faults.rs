@@ -19,12 +19,18 @@ fn fresh() -> skyhook_testkit::Node {
 
 #[test]
 fn a_failing_directory_fails_the_step_naming_it_and_leaves_the_node_as_it_was() {
-    let mut failures = faults::campaign(fresh, "config", &DIRS, &Fault::ALL);
+    let mut failures = faults::campaign(fresh, "config", &DIRS, &Fault::ALL, &[]);
     let configured = || {
         let n = fresh();
         n.run("config").expect_code(0);
         n
     };
-    failures.extend(faults::campaign(configured, "uninstall", &DIRS, &[Fault::ReadOnly]));
+    failures.extend(faults::campaign(
+        configured,
+        "uninstall",
+        &DIRS,
+        &[Fault::ReadOnly],
+        &[],
+    ));
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

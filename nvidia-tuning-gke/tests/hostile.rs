@@ -103,13 +103,7 @@ fn hostile_environment_is_refused() {
 #[test]
 fn damaged_records_are_refused_naming_them() {
     let n = configured();
-    let records = hostile::records_of(&n);
-    assert!(!records.is_empty(), "a configured node keeps records");
-    let cases: Vec<Case> = records
-        .iter()
-        .flat_map(|r| ["config", "uninstall"].map(|mode| hostile::record_cases(r, mode)))
-        .flatten()
-        .collect();
+    let cases = hostile::every_record_cases(&n, &["config", "uninstall"]);
     assert!(corpus(cases) > 0);
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The hostile-input corpus (issue 12): the stage scripts and the settings the
+//! The hostile-input corpus: the stage scripts and the settings the
 //! package reads, fed what a careful attacker would try. The node's `config.sh`
 //! changes the node when it runs, so a case that lets it run shows up. Each case must
 //! exit 2 without a panic, print under 64 KiB naming the key or variable (and the

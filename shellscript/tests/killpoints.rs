@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Crash consistency (issue 12): the package writes nothing on the node itself, so
+//! Crash consistency: the package writes nothing on the node itself, so
 //! its kill points are its own system calls around an idempotent script (spawning
 //! the interpreter, relaying output); killed at each of them
 //! (skyhook_testkit::killpoint) and rerun, a stage must end exactly where an

@@ -107,13 +107,27 @@ pub enum Activation {
     Recorded,
 }
 
-/// The profile names `tuned-adm list` prints (`- name   - summary` lines).
+/// The column `tuned-adm list` starts a profile's summary at: `- <name>` is padded
+/// with spaces to it, and a longer one is followed by `- <summary>` directly (tuned's
+/// `align_str`, since tuned 2.6): `- nvidia-h100-multiNodeTraining- NVIDIA …`.
+const LIST_SUMMARY_COLUMN: usize = 30;
+
+/// The profile names `tuned-adm list` prints (`- name   - summary` lines, a name of
+/// 28 characters or more running into its `- summary`).
 pub fn parse_list(output: &str) -> Vec<String> {
     output
         .lines()
         .filter_map(|l| l.strip_prefix("- "))
-        .filter_map(|l| l.split_whitespace().next())
-        .map(str::to_string)
+        .filter_map(|l| {
+            let mut words = l.split_whitespace();
+            let first = words.next()?;
+            let has_summary = words.next().is_some();
+            let name = match first.strip_suffix('-') {
+                Some(name) if has_summary && 2 + first.len() > LIST_SUMMARY_COLUMN => name,
+                _ => first,
+            };
+            Some(name.to_string())
+        })
         .collect()
 }
 
@@ -233,6 +247,28 @@ mod tests {
         let out = "Available profiles:\n- balanced                    - General non-specialized TuneD profile\n\
                    - mine\nCurrent active profile: balanced\n";
         assert_eq!(parse_list(out), ["balanced", "mine"]);
+    }
+
+    #[test]
+    fn a_long_name_runs_into_its_summary_and_is_still_read_whole() {
+        // As tuned's align_str prints them: "- <name>" padded to column 30, nothing past it.
+        let names = [
+            "nvidia-h100-multiNodeTraining",
+            "exactly-twenty-eight-chars-x",
+            "twenty-seven-chars-ending--",
+            "twenty-nine-characters-ending-",
+            "short",
+        ];
+        assert_eq!(names.map(str::len)[1..4], [28, 27, 30]);
+        let mut out = String::from("Available profiles:\n");
+        for n in names {
+            out.push_str(&format!("{:<30}- Summary of {n}\n", format!("- {n}")));
+        }
+        out.push_str("- nvidia-gb200-multiNodeTraining\nCurrent active profile: short\n");
+        assert!(out.contains("- nvidia-h100-multiNodeTraining- Summary"), "{out}");
+        let mut want = names.to_vec();
+        want.push("nvidia-gb200-multiNodeTraining");
+        assert_eq!(parse_list(&out), want);
     }
 
     #[test]

@@ -8,9 +8,15 @@
 //! leaves them behind: the node would keep the profile's kernel arguments after the
 //! next reboot. uninstall removes exactly those two lines (every other byte of the
 //! file stays) and regenerates the boot configuration from it.
+//!
+//! On an ostree-managed host (RHEL CoreOS, RHEL image mode / bootc) the kernel
+//! arguments belong to the deployment: config refuses, before any change, to make
+//! active a profile chain with bootloader options ([`refuse_on_image_mode`]).
 
 use skyhook_core::boot::config::BootConfig;
-use skyhook_core::{Result, Step};
+use skyhook_core::error::bounded_list;
+use skyhook_core::os::distro::image_mode;
+use skyhook_core::{Error, Host, Result, Step};
 
 /// The GRUB defaults file tuned's bootloader plugin appends to.
 pub const GRUB_DEFAULTS: &str = "/etc/default/grub";
@@ -35,6 +41,36 @@ pub fn without_tuned_lines(text: &[u8]) -> Option<Vec<u8>> {
         }
     }
     found.then_some(kept)
+}
+
+/// Refuses (exit 1) a configuration whose active profiles, with what they include,
+/// carry bootloader options (`chain`: [`crate::plan::Plan::bootloader`]'s entries,
+/// the active ones starting with `active `) on an ostree-managed host: tuned's
+/// bootloader plugin would edit `/etc/default/grub` and the boot entries (or run
+/// `rpm-ostree kargs`), which the deployment owns (on RHEL CoreOS the Machine Config
+/// Operator). Called before any change; options of deployed profiles that are not
+/// active reach no boot line and are no reason.
+pub fn refuse_on_image_mode(host: &Host, chain: &[String]) -> Result<()> {
+    let active: Vec<String> = chain
+        .iter()
+        .filter_map(|o| o.strip_prefix("active "))
+        .map(str::to_string)
+        .collect();
+    if active.is_empty() {
+        return Ok(());
+    }
+    let Some(evidence) = image_mode(host) else {
+        return Ok(());
+    };
+    Err(Error::action(format!(
+        "the tuned profile(s) to activate carry bootloader options ({}), but this node's kernel arguments are \
+         managed by ostree ({evidence}): tuned's bootloader plugin would edit /etc/default/grub and the boot \
+         entries, which the deployment overwrites or which break it, so nothing was changed. Set these kernel \
+         arguments with a MachineConfig (`kernelArguments`, OpenShift) or `rpm-ostree kargs --append=…` (bootc: a \
+         `kargs.d` file in the image), and activate a profile without bootloader options on these nodes (or \
+         disable the unit in a profile of your own: `[bootloader]` with `enabled=false`)",
+        bounded_list(&active).join("; ")
+    )))
 }
 
 /// Whether `GRUB_DEFAULTS` on the node still holds one of tuned's lines.

@@ -96,6 +96,9 @@ pub fn config_with(step: &Step, files: &BTreeMap<PathBuf, Vec<u8>>) -> Result<Ou
         }
         Err(e) => return Err(e),
     };
+    if plan.active.is_some() {
+        bootloader::refuse_on_image_mode(host, &plan.bootloader)?;
+    }
 
     let changes = deploy::apply(host, &store, &plan, &step.configmaps, &tuned)?;
     let cmdline_before = host.read(BOOTCMDLINE)?;

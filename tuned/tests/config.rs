@@ -421,6 +421,48 @@ fn asks_for_a_reboot_only_when_bootloader_options_change() {
 }
 
 #[test]
+fn a_profile_whose_long_name_runs_into_its_summary_in_tuned_adm_list_is_activated() {
+    // tuned-adm list prints "- <name>" padded to column 30, then "- <summary>": a name
+    // of 28 characters or more runs into it ("- nvidia-h100-multiNodeTraining- …").
+    let node = debian(Some("2.21.0"));
+    let name = "gpu-node-multi-node-training-v2";
+    node.configmap("tuned_profile", name)
+        .configmap(name, "[main]\nsummary=Multi-node training\n[sysctl]\nvm.swappiness=5\n");
+    node.run("config").expect_code(0);
+    assert_eq!(node.read("/etc/tuned/active_profile").unwrap(), format!("{name}\n"));
+    node.run("config-check").expect_code(0);
+}
+
+#[test]
+fn bootloader_options_are_refused_on_an_ostree_managed_node_before_any_change() {
+    let node = rhel(fixtures::RHEL_9, false, Some("2.24.1"));
+    node.file("/run/ostree-booted", "");
+    // Our own profile's [bootloader], and a built-in one's reached through an include.
+    for (name, profile) in [
+        ("mine", README_PROFILE),
+        ("mine", "[main]\ninclude=realtime\n[sysctl]\nvm.swappiness=5\n"),
+    ] {
+        readme_configmap(&node);
+        node.configmap("tuned_profile", name).configmap(name, profile);
+        let before = node.snapshot();
+        node.clear_calls();
+        node.run("config")
+            .expect_code(1)
+            .expect_output("carry bootloader options")
+            .expect_output("/run/ostree-booted exists")
+            .expect_output("MachineConfig")
+            .expect_output("rpm-ostree kargs");
+        before.assert_same(&node.snapshot());
+        assert!(calls_of(&node, "tuned-adm").is_empty(), "{:?}", node.calls());
+    }
+    // A chain without bootloader options is tuned's business as anywhere else, and a
+    // deployed profile that is not active reaches no boot line.
+    node.configmap("tuned_profile", "custom_profile_1");
+    node.run("config").expect_code(0);
+    node.run("config-check").expect_code(0);
+}
+
+#[test]
 fn a_node_deployed_by_the_bash_package_is_taken_over_in_place() {
     // The bash package wrote /etc/tuned/<key>/tuned.conf and /etc/tuned/scripts/<key>;
     // tuned has since been upgraded to a release that reads /etc/tuned/profiles.

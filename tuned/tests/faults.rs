@@ -8,6 +8,13 @@ mod common;
 use common::*;
 use skyhook_testkit::faults::{self, Fault};
 
+/// What stopping and disabling tuned changes (the stand-in's pid file and wants
+/// link): uninstall stops tuned before it removes files, and a command is not undone.
+const TUNED_SERVICE: &[&str] = &[
+    "/run/tuned",
+    "/etc/systemd/system/multi-user.target.wants/tuned.service",
+];
+
 const DIRS: [&str; 2] = ["/etc/tuned", "/var/lib/skyhook-packages"];
 
 #[test]
@@ -17,12 +24,18 @@ fn a_failing_directory_fails_the_step_naming_it_and_leaves_the_node_as_it_was() 
         readme_configmap(&node);
         node
     };
-    let mut failures = faults::campaign(fresh, "config", &DIRS, &Fault::ALL);
+    let mut failures = faults::campaign(fresh, "config", &DIRS, &Fault::ALL, &[]);
     let configured = || {
         let node = fresh();
         node.run("config").expect_code(0);
         node
     };
-    failures.extend(faults::campaign(configured, "uninstall", &DIRS, &[Fault::ReadOnly]));
+    failures.extend(faults::campaign(
+        configured,
+        "uninstall",
+        &DIRS,
+        &[Fault::ReadOnly],
+        TUNED_SERVICE,
+    ));
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

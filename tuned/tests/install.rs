@@ -5,8 +5,11 @@
 
 mod common;
 
+use std::time::{Duration, Instant};
+
 use common::*;
 use skyhook_core::os::distro::fixtures;
+use skyhook_testkit::AptLock;
 
 #[test]
 fn installs_on_debian_like_hosts_non_interactively_and_starts_the_service() {
@@ -146,6 +149,59 @@ fn waits_for_the_apt_lists_lock_that_update_does_not_wait_for_and_names_its_hold
         .filter(|c| c.contains(" update "))
         .count();
     assert_eq!(updates, 6, "five refused, the sixth refreshes: {:?}", node.calls());
+    assert!(node.exists("/usr/sbin/tuned"));
+}
+
+/// Holds the node's apt `lock` as `holder` and releases it after `held`.
+fn held_for(node: &skyhook_testkit::Node, lock: AptLock, holder: &str, held: Duration) -> std::thread::JoinHandle<()> {
+    let guard = node.hold_apt_lock(lock, holder);
+    std::thread::spawn(move || {
+        std::thread::sleep(held);
+        drop(guard);
+    })
+}
+
+#[test]
+fn install_and_purge_wait_for_the_download_directory_lock_apt_does_not_wait_for() {
+    let node = debian(None);
+    // apt-daily downloads the upgrades of a freshly booted node; apt-get install fails at once
+    // on /var/cache/apt/archives/lock (DPkg::Lock::Timeout covers the dpkg locks only).
+    let release = held_for(&node, AptLock::Archives, "apt.systemd.dai", Duration::from_millis(1500));
+    let start = Instant::now();
+    node.run("apply")
+        .expect_code(0)
+        .expect_output("another process holds the package download directory's lock (/var/cache/apt/archives/lock)")
+        .expect_output(&format!(
+            "It is held by process {} (apt.systemd.dai)",
+            std::process::id()
+        ))
+        .expect_output("apt-daily-upgrade.service");
+    release.join().unwrap();
+    assert!(start.elapsed() >= Duration::from_millis(1500), "waited for the release");
+    assert!(node.exists("/usr/sbin/tuned"));
+    node.run("config").expect_code(0);
+    let release = held_for(&node, AptLock::Archives, "unattended-upgr", Duration::from_millis(1000));
+    node.run("uninstall").expect_code(0).expect_output("(unattended-upgr)");
+    release.join().unwrap();
+    assert!(!node.exists("/usr/sbin/tuned"), "purged once the lock was free");
+}
+
+#[test]
+fn with_a_zero_retry_pause_the_lists_lock_is_checked_every_100_ms_up_to_the_same_wait() {
+    let node = debian(None); // SKYHOOK_PKG_RETRY_PAUSE=0, as the test kit sets it
+    let release = held_for(&node, AptLock::Lists, "unattended-upgr", Duration::from_millis(1500));
+    let start = Instant::now();
+    node.run("apply").expect_code(0).expect_output("10 min in all");
+    let elapsed = start.elapsed();
+    release.join().unwrap();
+    let updates = calls_of(&node, "apt-get")
+        .iter()
+        .filter(|c| c.contains(" update "))
+        .count() as u128;
+    assert!(
+        updates >= 2 && updates <= elapsed.as_millis() / 100 + 2,
+        "{updates} updates in {elapsed:?}: checks 100 ms apart, not back to back"
+    );
     assert!(node.exists("/usr/sbin/tuned"));
 }
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Crash consistency (issue 12): apply (installing tuned), config (first deploy and a
+//! Crash consistency: apply (installing tuned), config (first deploy and a
 //! reconcile to another configMap) and uninstall are killed at their mutating system
 //! calls (skyhook_testkit::killpoint), rerun, and must end exactly where an
 //! uninterrupted run ends, with the check mode passing.

@@ -4,10 +4,13 @@
 //! - config-check: every file holds exactly what the configMap asks for; nothing of
 //!   an earlier configMap or of the bash package is left; no sysctl file applied
 //!   after ours sets one of our keys to another value; pam_limits is in the session
-//!   stack; the boot configuration carries the kernel arguments; no work is pending.
+//!   stack; the boot configuration carries the kernel arguments; no modprobe.d file
+//!   read before ours installs another command for a module ours keeps out; no work
+//!   is pending.
 //! - post-interrupt-check: the live values: kernel parameters (field-wise), kernel
 //!   arguments on `/proc/cmdline` (whole tokens, in order), and the limits of each
-//!   service's main process (`/proc/<pid>/limits`) for its drop-in's `Limit*=`.
+//!   service's main process (`/proc/<pid>/limits`) for its drop-in's `Limit*=`; no
+//!   module `modprobe.conf` keeps out is loaded (`/proc/modules`) or built in.
 //!
 //! The cost is linear in the number of keys: one read per kernel parameter, one pass
 //! over each sysctl file, no external process per key.
@@ -17,6 +20,7 @@ use std::path::PathBuf;
 
 use skyhook_core::boot::OwnArgs;
 use skyhook_core::boot::{self, contains_in_order};
+use skyhook_core::error::excerpt;
 use skyhook_core::formats::limits::{self, ProcessLimits, Rlim};
 use skyhook_core::formats::sysctl::{self as ksysctl, Key};
 use skyhook_core::host::systemd::Systemd;
@@ -25,23 +29,23 @@ use skyhook_core::{Checklist, Host, Outcome, Result, Step};
 use crate::dropin::DropIn;
 use crate::input::{Desired, WantedFile};
 use crate::legacy;
+use crate::modprobe::{self, ModprobeConf};
 use crate::paths::Paths;
 use crate::shared;
 use crate::state::State;
-use crate::{grub, hugepages, owners, sysctl, ulimit};
+use crate::{grub, hugepages, modules, owners, sysctl, ulimit};
 
 /// config-check.
-pub fn config_check(step: &Step) -> Result<Outcome> {
+pub fn config_check(step: &Step, paths: &Paths) -> Result<Outcome> {
     let host = &step.host;
-    let paths = Paths::for_step(step);
     let desired = Desired::parse(&step.configmaps)?;
     let state: State = step.state().load()?;
     let mut c = Checklist::new();
-    let files = desired.files(&paths);
+    let files = desired.files(paths);
     check_files(host, &files, &mut c)?;
-    check_leftovers(host, &paths, &desired, &state, &files, &mut c)?;
+    check_leftovers(host, paths, &desired, &state, &files, &mut c)?;
     if let Some(conf) = &desired.sysctl {
-        check_overrides(host, &paths, conf, &mut c)?;
+        check_overrides(host, paths, conf, &mut c)?;
         check_other_holders(host, &paths.entry(), conf, &mut c)?;
     }
     if desired.ulimit.is_some() {
@@ -58,7 +62,11 @@ pub fn config_check(step: &Step) -> Result<Outcome> {
             }
         }
     }
-    check_boot_config(host, &paths, &desired, &state, &mut c)?;
+    check_boot_config(host, paths, &desired, &state, &mut c)?;
+    if let Some(m) = &desired.modprobe {
+        check_modprobe_overrides(host, paths, m, &mut c)?;
+        modules::note_kept_out(host, m, &mut c)?;
+    }
     c.expect(!state.pending.daemon_reload, || {
         "systemctl daemon-reload has not run since a drop-in changed (an earlier config was interrupted): run config"
             .into()
@@ -152,6 +160,45 @@ fn check_overrides(host: &Host, paths: &Paths, conf: &sysctl::SysctlConf, c: &mu
     Ok(())
 }
 
+/// No modprobe.d file kmod reads before ours installs another command for a module
+/// ours keeps out with an `install` line (the first one kmod reads wins).
+fn check_modprobe_overrides(host: &Host, paths: &Paths, conf: &ModprobeConf, c: &mut Checklist) -> Result<()> {
+    let ours = paths.modprobe();
+    let installs: BTreeMap<&str, &modprobe::Line> = conf
+        .lines
+        .iter()
+        .filter(|l| matches!(l.command, modprobe::Command::Install(_)))
+        .map(|l| (l.module.as_str(), l))
+        .collect();
+    let modules = installs.keys().copied().collect();
+    let overrides = modprobe::overrides(host, &ours, &modules)?;
+    let same = |o: &modprobe::Override| match &installs[o.module.as_str()].command {
+        modprobe::Command::Install(ours) => ours.trim() == o.command.trim(),
+        _ => false,
+    };
+    c.expect_none(
+        overrides
+            .into_iter()
+            .filter(|o| !same(o))
+            .map(|o| {
+                format!(
+                    "{} line {} installs {} with {}, and kmod reads it before {}, so it wins over configMap key {} \
+                     line {} ({}): remove or change that line",
+                    o.file.display(),
+                    o.line,
+                    o.module,
+                    excerpt(&o.command),
+                    ours.display(),
+                    modprobe::KEY,
+                    installs[o.module.as_str()].line,
+                    installs[o.module.as_str()].text.trim()
+                )
+            })
+            .collect(),
+    );
+    Ok(())
+}
+
 fn check_boot_config(host: &Host, paths: &Paths, desired: &Desired, state: &State, c: &mut Checklist) -> Result<()> {
     if desired.grub.is_empty() {
         c.expect(state.grub.is_empty(), || {
@@ -202,13 +249,13 @@ fn check_boot_config(host: &Host, paths: &Paths, desired: &Desired, state: &Stat
 }
 
 /// post-interrupt-check.
-pub fn post_interrupt_check(step: &Step) -> Result<Outcome> {
+pub fn post_interrupt_check(step: &Step, paths: &Paths) -> Result<Outcome> {
     let host = &step.host;
     let desired = Desired::parse(&step.configmaps)?;
     let mut c = Checklist::new();
     if let Some(conf) = &desired.sysctl {
         check_live_sysctl(host, conf, &mut c)?;
-        check_other_holders(host, &Paths::for_step(step).entry(), conf, &mut c)?;
+        check_other_holders(host, &paths.entry(), conf, &mut c)?;
     }
     if !desired.grub.is_empty() {
         let cmdline = boot::running_cmdline(host)?;
@@ -224,6 +271,9 @@ pub fn post_interrupt_check(step: &Step) -> Result<Outcome> {
     }
     for d in desired.dropins.values().filter(|d| !d.limits.is_empty()) {
         check_service_limits(host, d, &mut c)?;
+    }
+    if let Some(m) = &desired.modprobe {
+        modules::check_kept_out(host, m, &mut c)?;
     }
     c.finish()?;
     Ok(Outcome::done())

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! configMap keys `service_<unit>.conf`: a systemd drop-in for `<unit>.service`,
 //! written verbatim (below a header) to
-//! `/etc/systemd/system/<unit>.service.d/999-<name>-tuning.conf`. The unit name and
+//! `/etc/systemd/system/<unit>.service.d/zz-skyhook-<name>-tuning.conf`. The unit name and
 //! the content are checked first, so systemd never ignores a line of it, and its
 //! `Limit*=` settings are understood for the post-interrupt check.
 

@@ -18,6 +18,8 @@ pub struct Removed {
     pub units: BTreeSet<String>,
     /// A GRUB drop-in went: the boot configuration must be regenerated.
     pub grub: bool,
+    /// The modprobe.d file went: the modules it kept out may load again on demand.
+    pub modprobe: bool,
 }
 
 /// Removes `files` (recorded in `state`), pruning the directories the package created.
@@ -31,6 +33,7 @@ pub fn remove(host: &Host, state: &mut State, files: &[Managed]) -> Result<Remov
                     removed.units.insert(unit.clone());
                 }
                 FileKind::Grub => removed.grub = true,
+                FileKind::Modprobe => removed.modprobe = true,
                 FileKind::Sysctl | FileKind::Limits | FileKind::Other => {}
             }
         }

@@ -10,6 +10,7 @@ use skyhook_core::{ConfigMaps, Error, Result};
 
 use crate::dropin::{self, DropIn};
 use crate::grub;
+use crate::modprobe::{self, ModprobeConf};
 use crate::paths::{FileKind, Paths};
 use crate::sysctl::{self, SysctlConf};
 use crate::ulimit::{self, UlimitConf};
@@ -31,6 +32,8 @@ pub struct Desired {
     pub dropins: BTreeMap<String, DropIn>,
     /// `grub.conf`: the kernel arguments, in order (empty when absent).
     pub grub: Vec<String>,
+    /// `modprobe.conf`.
+    pub modprobe: Option<ModprobeConf>,
 }
 
 impl Desired {
@@ -47,7 +50,7 @@ impl Desired {
                 }
                 Err(e) => return Err(e),
             };
-            let known = matches!(key, sysctl::KEY | ulimit::KEY | grub::KEY) || dropin::is_key(key);
+            let known = matches!(key, sysctl::KEY | ulimit::KEY | grub::KEY | modprobe::KEY) || dropin::is_key(key);
             let carriage_returns = carriage_returns(key, text);
             if known && !carriage_returns.is_empty() {
                 problems.extend(carriage_returns);
@@ -57,6 +60,7 @@ impl Desired {
                 sysctl::KEY => SysctlConf::parse(text).map(|c| desired.sysctl = Some(c)),
                 ulimit::KEY => UlimitConf::parse(text).map(|c| desired.ulimit = Some(c)),
                 grub::KEY => grub::parse(text).map(|a| desired.grub = a),
+                modprobe::KEY => ModprobeConf::parse(text).map(|c| desired.modprobe = Some(c)),
                 k if dropin::is_key(k) => DropIn::parse(k, text).and_then(|d| match desired.dropins.get(&d.unit) {
                     Some(other) => Err(vec![format!(
                         "configMap keys {:?} and {k:?} both name the unit {}.service; keep one",
@@ -69,7 +73,7 @@ impl Desired {
                 }),
                 other => Err(vec![format!(
                     "configMap key {other:?} is not one this package reads; the keys are sysctl.conf, \
-                     ulimit.conf, grub.conf and service_<unit>.conf (fix the name or remove the key)"
+                     ulimit.conf, grub.conf, modprobe.conf and service_<unit>.conf (fix the name or remove the key)"
                 )]),
             };
             if let Err(p) = result {
@@ -101,6 +105,9 @@ impl Desired {
         for d in self.dropins.values() {
             let kind = FileKind::DropIn(d.unit.clone());
             add(paths.dropin(&d.unit), kind, &d.key, d.render(paths));
+        }
+        if let Some(m) = &self.modprobe {
+            add(paths.modprobe(), FileKind::Modprobe, modprobe::KEY, m.render(paths));
         }
         files
     }
@@ -149,11 +156,12 @@ mod tests {
             ("grub.conf", "a\"b\n"),
             ("service_x.conf", "[Service]\nLimitNOFILE=x\n"),
             ("sysctl.cfg", "vm.swappiness=1\n"),
+            ("modprobe.conf", "blacklist\n"),
         ]);
         let Err(Error::Input(p)) = Desired::parse(&cm) else {
             panic!()
         };
-        assert_eq!(p.len(), 5, "{p:#?}");
+        assert_eq!(p.len(), 6, "{p:#?}");
         assert!(
             p.iter()
                 .any(|m| m.contains("\"sysctl.cfg\" is not one this package reads"))
@@ -162,7 +170,13 @@ mod tests {
 
     #[test]
     fn carriage_returns_are_refused_naming_key_line_and_fix() {
-        for key in ["sysctl.conf", "ulimit.conf", "grub.conf", "service_containerd.conf"] {
+        for key in [
+            "sysctl.conf",
+            "ulimit.conf",
+            "grub.conf",
+            "service_containerd.conf",
+            "modprobe.conf",
+        ] {
             let cm = ConfigMaps::from_entries([(key, "# fine\nfirst\r\nsecond\rthird\n")]);
             let Err(Error::Input(p)) = Desired::parse(&cm) else {
                 panic!("{key}: CR accepted")

@@ -13,9 +13,15 @@
 //! - `/etc/default/grub.d/999-<name>-tuning.cfg`: `GRUB_CMDLINE_LINUX_DEFAULT=" <args>"`,
 //!   replacing the distribution's default, then `update-grub`.
 //!
+//! This package before 2.1.0 used the same `999-` names for the last three files.
+//! Since 2.1.0 every file is named `zz-skyhook-<name>-tuning.*`, which is read after
+//! the others of its directory.
+//!
 //! The upgrade takes all of it over: the files become this package's (config then
-//! rewrites or removes them), the pam_limits lines are recorded as added, and the
-//! sysctl file is moved to the name that wins over foreign sysctl files.
+//! writes them under the new names and removes the old ones), the pam_limits lines
+//! are recorded as added, and the sysctl and user limits files are moved to their
+//! new names at once (config moves the service and GRUB drop-ins, reporting the
+//! restart or reboot that asks for).
 
 use std::path::{Path, PathBuf};
 
@@ -30,24 +36,36 @@ use crate::state::State;
 /// package uses, that exists, with its kind.
 pub fn scan(host: &skyhook_core::Host, paths: &Paths) -> Result<Vec<Managed>> {
     let managed = |path: PathBuf, kind: FileKind| Managed { path, kind };
-    let mut candidates = vec![managed(paths.sysctl(), FileKind::Sysctl)];
+    let mut candidates = vec![
+        managed(paths.sysctl(), FileKind::Sysctl),
+        managed(paths.ulimit(), FileKind::Limits),
+        managed(paths.grub(), FileKind::Grub),
+    ];
     let dirs = host.list_dir(SYSTEMD_DIR)?;
+    let dropins = |file: &str| -> Vec<Managed> {
+        dirs.iter()
+            .filter(|d| d.ends_with(".d"))
+            .map(|d| {
+                let kind = match d.strip_suffix(".service.d") {
+                    Some(unit) if !unit.is_empty() => FileKind::DropIn(unit.to_string()),
+                    _ => FileKind::Other,
+                };
+                managed(Path::new(SYSTEMD_DIR).join(d).join(file), kind)
+            })
+            .collect()
+    };
+    candidates.extend(dropins(&paths.dropin_file_name()));
     for name in &paths.legacy_names {
         candidates.push(managed(Paths::legacy_sysctl(name), FileKind::Sysctl));
-        candidates.push(managed(Paths::ulimit_of(name), FileKind::Limits));
-        candidates.push(managed(Paths::grub_of(name), FileKind::Grub));
-        let file = Paths::dropin_file_name(name);
-        candidates.extend(dirs.iter().filter(|d| d.ends_with(".d")).map(|d| {
-            let kind = match d.strip_suffix(".service.d") {
-                Some(unit) if !unit.is_empty() => FileKind::DropIn(unit.to_string()),
-                _ => FileKind::Other,
-            };
-            managed(Path::new(SYSTEMD_DIR).join(d).join(&file), kind)
-        }));
+        candidates.push(managed(Paths::legacy_ulimit(name), FileKind::Limits));
+        candidates.push(managed(Paths::legacy_grub(name), FileKind::Grub));
+        candidates.extend(dropins(&Paths::legacy_dropin_file_name(name)));
     }
     candidates.sort_by(|a, b| a.path.cmp(&b.path));
     candidates.dedup_by(|a, b| a.path == b.path);
-    Ok(candidates.into_iter().filter(|m| host.exists(&m.path)).collect())
+    let mut found: Vec<Managed> = candidates.into_iter().filter(|m| host.exists(&m.path)).collect();
+    found.extend(crate::modprobe::on_node(host, paths)?);
+    Ok(found)
 }
 
 /// Whether the user limits file at `path` was written by the bash package (it
@@ -93,9 +111,8 @@ pub fn adopt(host: &skyhook_core::Host, paths: &Paths, state: &mut State) -> Res
 /// saved before the first change, and every later step is decided from what is on
 /// the node, so a rerun after a kill at any instant finishes the migration exactly
 /// as an uninterrupted run does.
-pub fn upgrade(step: &Step) -> Result<Outcome> {
+pub fn upgrade(step: &Step, paths: &Paths) -> Result<Outcome> {
     let host = &step.host;
-    let paths = Paths::for_step(step);
     let previous = step
         .ctx
         .upgrade
@@ -104,13 +121,13 @@ pub fn upgrade(step: &Step) -> Result<Outcome> {
     log::info!("upgrading from {previous}");
     let store = step.state();
     let mut state: State = store.load()?;
-    if adopt(host, &paths, &mut state)? && state.migrated_from.is_none() {
+    if adopt(host, paths, &mut state)? && state.migrated_from.is_none() {
         state.migrated_from = Some(previous.to_string());
     }
     if !state.is_empty() {
         store.save(&state)?;
     }
-    move_bash_sysctl(step, &paths, &mut state)?;
+    move_to_new_names(step, paths, &mut state)?;
     if state.is_empty() {
         log::info!("nothing of an earlier version found on this node: nothing to migrate");
         store.clear()?;
@@ -120,24 +137,42 @@ pub fn upgrade(step: &Step) -> Result<Outcome> {
     Ok(Outcome::done())
 }
 
-/// Moves the bash package's sysctl file to the name that wins at boot: writes ours
-/// (claimed and saved first) unless it is there, then removes the old one and
-/// forgets it, also when a killed run already removed it.
-fn move_bash_sysctl(step: &Step, paths: &Paths, state: &mut State) -> Result<()> {
+/// The files upgrade moves from their name before 2.1.0 (`999-…`, the bash
+/// package's too) to the name that is read last, for each name of this entry: the
+/// sysctl file and the user limits file, which change nothing running (the values
+/// are live already; limits apply to the sessions opened next). Service drop-ins and
+/// the GRUB drop-in are moved by config, which reports the restart or the
+/// regeneration and reboot that asks for.
+fn moved_by_upgrade(paths: &Paths) -> Vec<(PathBuf, PathBuf, FileKind)> {
+    paths
+        .legacy_names
+        .iter()
+        .flat_map(|name| {
+            [
+                (Paths::legacy_sysctl(name), paths.sysctl(), FileKind::Sysctl),
+                (Paths::legacy_ulimit(name), paths.ulimit(), FileKind::Limits),
+            ]
+        })
+        .collect()
+}
+
+/// Moves each file of [`moved_by_upgrade`] to its new name: writes it there (claimed
+/// and saved first) unless a file is there, then removes the old one and forgets
+/// it, also when a killed run already removed it.
+fn move_to_new_names(step: &Step, paths: &Paths, state: &mut State) -> Result<()> {
     let host = &step.host;
-    let ours = paths.sysctl();
-    for name in &paths.legacy_names {
-        let old = Paths::legacy_sysctl(name);
+    for (old, new, kind) in moved_by_upgrade(paths) {
         if let Some(content) = host.read(&old)?
-            && !host.exists(&ours)
+            && !host.exists(&new)
         {
-            state.footprint.claim(host, &ours);
+            state.footprint.claim(host, &new);
             step.state().save(state)?;
-            host.write(&ours, &content, 0o644)?;
+            host.write(&new, &content, 0o644)?;
             log::info!(
-                "moved {} to {}, which sorts after other sysctl files",
+                "moved {} ({}) to {}, which is read after the other files there",
                 old.display(),
-                ours.display()
+                kind.describe(),
+                new.display()
             );
         }
         state.footprint.remove(host, &old)?;
@@ -147,22 +182,27 @@ fn move_bash_sysctl(step: &Step, paths: &Paths, state: &mut State) -> Result<()>
 
 /// upgrade-check: nothing of the bash package is left that this package does not
 /// know about, and its sysctl file is out of the way.
-pub fn upgrade_check(step: &Step) -> Result<Outcome> {
+pub fn upgrade_check(step: &Step, paths: &Paths) -> Result<Outcome> {
     let host = &step.host;
-    let paths = Paths::for_step(step);
     let state: State = step.state().load()?;
     let mut c = Checklist::new();
-    for name in &paths.legacy_names {
-        let old = Paths::legacy_sysctl(name);
+    for (old, new, kind) in moved_by_upgrade(paths) {
         c.expect(!host.exists(&old), || {
             format!(
-                "{} (the bash package's sysctl file) is still there; it sorts before files such as \
-                 cloud-optimization.conf, which then win: run upgrade again",
-                old.display()
+                "{} ({}) still has its old name (the bash package's, and this package's before 2.1.0), which \
+                 is read before files such as {}, which then win; upgrade moves it to {}: run upgrade again",
+                old.display(),
+                kind.describe(),
+                if kind == FileKind::Sysctl {
+                    "cloud-optimization.conf"
+                } else {
+                    "nofile.conf"
+                },
+                new.display()
             )
         });
     }
-    for Managed { path: file, kind } in scan(host, &paths)? {
+    for Managed { path: file, kind } in scan(host, paths)? {
         c.expect(state.footprint.files.contains(&file), || {
             format!(
                 "{} is not recorded in {}: config would not remove it when its key goes; run upgrade again",
@@ -170,7 +210,7 @@ pub fn upgrade_check(step: &Step) -> Result<Outcome> {
                 step.state().file().display()
             )
         });
-        if kind == FileKind::Limits && is_bash_limits(host, &paths, &file)? {
+        if kind == FileKind::Limits && is_bash_limits(host, paths, &file)? {
             let ledger: shared::Ledger = shared::store(host).load()?;
             let bash_line = host.list_dir("/etc/pam.d")?.iter().any(|f| {
                 f.starts_with("common-session")

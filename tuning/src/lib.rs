@@ -6,10 +6,11 @@
 //! over a node tuned by the bash package (1.x).
 //!
 //! One module per concern: [`input`] parses and validates the whole configMap
-//! ([`sysctl`], [`ulimit`], [`dropin`], [`grub`]), [`reconcile`] is config (a
+//! ([`sysctl`], [`ulimit`], [`dropin`], [`grub`], [`modprobe`]), [`reconcile`] is config (a
 //! [`plan`] computed before any change, then applied), [`live`] sets and puts back
 //! kernel parameters, [`files`] removes the package's files, [`hugepages`] checks
-//! the huge page sizes and reservations of `grub.conf`, [`checks`] the check modes,
+//! the huge page sizes and reservations of `grub.conf`, [`modules`] the running
+//! kernel's modules (those `modprobe.conf` keeps out), [`checks`] the check modes,
 //! [`uninstall`] the removal, [`legacy`] the bash package's leftovers and the
 //! upgrade, [`shared`] what the node's tuning entries share (pam_limits,
 //! directories), [`state`] what was done, [`paths`] where the files live and what
@@ -23,6 +24,8 @@ pub mod hugepages;
 pub mod input;
 pub mod legacy;
 pub mod live;
+pub mod modprobe;
+pub mod modules;
 pub mod owners;
 pub mod paths;
 pub mod plan;
@@ -36,6 +39,32 @@ pub mod uninstall;
 use skyhook_core::runtime::run::Handler;
 use skyhook_core::{ConfigMaps, Error, Mode, Outcome, Package, Result, Step};
 
+pub use modprobe::PresetFile;
+use paths::Paths;
+
+/// A mode of the engine, given where the files go.
+type EngineHandler = fn(&Step, &Paths) -> Result<Outcome>;
+
+/// The engine's modes.
+const ENGINE: &[(Mode, EngineHandler)] = &[
+    (Mode::Config, reconcile::config),
+    (Mode::ConfigCheck, checks::config_check),
+    (Mode::PostInterruptCheck, checks::post_interrupt_check),
+    (Mode::Upgrade, legacy::upgrade),
+    (Mode::UpgradeCheck, legacy::upgrade_check),
+    (Mode::Uninstall, uninstall::uninstall),
+    (Mode::UninstallCheck, uninstall::uninstall_check),
+];
+
+/// Runs the engine's mode of `step` with the step's own file names.
+fn own_files(step: &Step) -> Result<Outcome> {
+    let mode = step.mode();
+    match ENGINE.iter().find(|(m, _)| *m == mode) {
+        Some((_, handler)) => handler(step, &Paths::for_step(step)),
+        None => Err(Error::Mode(format!("the tuning engine has no mode {mode}"))),
+    }
+}
+
 /// The tuning package.
 pub struct Tuning;
 
@@ -43,13 +72,13 @@ impl Package for Tuning {
     const KIND: &'static str = "tuning";
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     const MODES: &'static [(Mode, Handler)] = &[
-        (Mode::Config, reconcile::config),
-        (Mode::ConfigCheck, checks::config_check),
-        (Mode::PostInterruptCheck, checks::post_interrupt_check),
-        (Mode::Upgrade, legacy::upgrade),
-        (Mode::UpgradeCheck, legacy::upgrade_check),
-        (Mode::Uninstall, uninstall::uninstall),
-        (Mode::UninstallCheck, uninstall::uninstall_check),
+        (Mode::Config, own_files),
+        (Mode::ConfigCheck, own_files),
+        (Mode::PostInterruptCheck, own_files),
+        (Mode::Upgrade, own_files),
+        (Mode::UpgradeCheck, own_files),
+        (Mode::Uninstall, own_files),
+        (Mode::UninstallCheck, own_files),
     ];
     const NEEDS_PERSISTENT_ETC: bool = true;
 }
@@ -62,13 +91,35 @@ impl Package for Tuning {
 /// `/etc` does not persist ([`Package::NEEDS_PERSISTENT_ETC`]) is the caller's
 /// decision and is not applied here. A mode tuning does not implement is exit 2.
 pub fn run_with_input(step: &Step, kind: &'static str, input: ConfigMaps) -> Result<Outcome> {
+    run_preset(step, kind, input, &Preset::default())
+}
+
+/// What a package built on the engine fixes beyond its input.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Preset {
+    /// The modprobe.d file `modprobe.conf` goes to, in place of the entry's
+    /// `zz-skyhook-<name>-tuning.conf` (see [`PresetFile`]).
+    pub modprobe: Option<PresetFile>,
+}
+
+/// [`run_with_input`] with the files `preset` names: the entry point of a preset
+/// whose files keep the names of the package it replaces (copy-fail's
+/// `/etc/modprobe.d/disable-algif.conf`), so that a node upgrades in place. Give
+/// every mode, uninstall included, the same `preset`: it is how uninstall finds a
+/// file the replaced package left.
+pub fn run_preset(step: &Step, kind: &'static str, input: ConfigMaps, preset: &Preset) -> Result<Outcome> {
     let mode = step.mode();
-    let handler = Tuning::MODES
+    let handler = ENGINE
         .iter()
         .find(|(m, _)| *m == mode)
         .map(|(_, h)| *h)
         .ok_or_else(|| Error::Mode(format!("the tuning engine has no mode {mode}")))?;
-    handler(&Step::new(kind, step.ctx.clone(), step.host.clone(), input))
+    let step = Step::new(kind, step.ctx.clone(), step.host.clone(), input);
+    let paths = Paths {
+        modprobe_preset: preset.modprobe.clone(),
+        ..Paths::for_step(&step)
+    };
+    handler(&step, &paths)
 }
 
 #[cfg(test)]

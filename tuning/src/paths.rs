@@ -7,11 +7,19 @@ use std::path::{Path, PathBuf};
 
 use skyhook_core::{Context, Step};
 
+use crate::modprobe::PresetFile;
+
 /// The owner of the files when tuning's own binary writes them.
 const OWNER: &str = "tuning";
 
 /// The systemd unit directory holding drop-ins.
 pub const SYSTEMD_DIR: &str = "/etc/systemd/system";
+/// The sysctl.d directory the package writes to.
+const SYSCTL_DIR: &str = "/etc/sysctl.d";
+/// The pam_limits drop-in directory.
+const LIMITS_DIR: &str = "/etc/security/limits.d";
+/// The GRUB defaults drop-in directory (Debian-like hosts).
+const GRUB_DIR: &str = "/etc/default/grub.d";
 
 /// What one of the package's files is, kept with its path from the moment the path
 /// is made, so that nothing later guesses it from a directory prefix.
@@ -25,6 +33,8 @@ pub enum FileKind {
     DropIn(String),
     /// A GRUB defaults drop-in (`grub.conf`).
     Grub,
+    /// A modprobe.d file (`modprobe.conf`).
+    Modprobe,
     /// A file the state records that none of this entry's names makes (an entry
     /// renamed since, say): removed like the others, asking for nothing more.
     Other,
@@ -38,6 +48,7 @@ impl FileKind {
             FileKind::Limits => "user limits file",
             FileKind::DropIn(_) => "service drop-in",
             FileKind::Grub => "GRUB drop-in",
+            FileKind::Modprobe => "modprobe.d file",
             FileKind::Other => "file",
         }
     }
@@ -70,6 +81,9 @@ pub struct Paths {
     /// The package whose step writes the files: `tuning`, or a package running this
     /// engine in process (`nvidia-tuning-gke`), named in each file's header.
     pub owner: String,
+    /// A preset's own modprobe.d file in place of [`Paths::modprobe`]'s usual name
+    /// (`copy-fail`'s `/etc/modprobe.d/disable-algif.conf`).
+    pub modprobe_preset: Option<PresetFile>,
 }
 
 impl Paths {
@@ -97,6 +111,7 @@ impl Paths {
             name,
             legacy_names,
             owner: OWNER.to_string(),
+            modprobe_preset: None,
         }
     }
 
@@ -114,41 +129,73 @@ impl Paths {
             name: name.to_string(),
             legacy_names: vec![name.to_string()],
             owner: OWNER.to_string(),
+            modprobe_preset: None,
         }
     }
 
-    /// The sysctl drop-in. Named to sort after every usual sysctl.d file, so that
-    /// its values are the ones the boot applies last.
+    /// The file name of every file of this entry: `zz-skyhook-<name>-tuning.<ext>`.
+    /// Each directory it goes to is read in file name order, a later file winning
+    /// (sysctl.d, limits.d in "C" locale order, a unit's drop-ins across all its
+    /// drop-in directories, `/etc/default/grub.d`), and `zz-` sorts after digits and
+    /// after the usual names (`cloud-optimization.conf`, `override.conf` of
+    /// `systemctl edit`, `nofile.conf`), so the entry's settings are the ones applied last.
+    fn file_name(name: &str, ext: &str) -> String {
+        format!("zz-skyhook-{name}-tuning.{ext}")
+    }
+
+    /// The name the bash package (1.x) and this package before 2.1.0 gave the files
+    /// of `name`: it sorts before any name starting with a letter, which then wins.
+    fn old_file_name(name: &str, ext: &str) -> String {
+        format!("999-{name}-tuning.{ext}")
+    }
+
+    /// The sysctl drop-in.
     pub fn sysctl(&self) -> PathBuf {
-        PathBuf::from(format!("/etc/sysctl.d/zz-skyhook-{}-tuning.conf", self.name))
+        Path::new(SYSCTL_DIR).join(Self::file_name(&self.name, "conf"))
     }
 
     /// The sysctl drop-in of the bash package for `name` (it sorts before files such
     /// as `cloud-optimization.conf`, which then win).
     pub fn legacy_sysctl(name: &str) -> PathBuf {
-        PathBuf::from(format!("/etc/sysctl.d/999-{name}-tuning.conf"))
+        Path::new(SYSCTL_DIR).join(Self::old_file_name(name, "conf"))
     }
 
-    /// The user limits file (the bash package's path).
+    /// The modprobe.d file (`modprobe.conf`): a preset's own, else one named like
+    /// the sysctl drop-in.
+    pub fn modprobe(&self) -> PathBuf {
+        match &self.modprobe_preset {
+            Some(p) => p.path.clone(),
+            None => PathBuf::from(format!("/etc/modprobe.d/zz-skyhook-{}-tuning.conf", self.name)),
+        }
+    }
+
+    /// The user limits file.
     pub fn ulimit(&self) -> PathBuf {
-        Self::ulimit_of(&self.name)
+        Path::new(LIMITS_DIR).join(Self::file_name(&self.name, "conf"))
     }
 
-    /// The user limits file for `name`.
-    pub fn ulimit_of(name: &str) -> PathBuf {
-        PathBuf::from(format!("/etc/security/limits.d/999-{name}-tuning.conf"))
+    /// The user limits file of the bash package (and of this package before 2.1.0)
+    /// for `name`.
+    pub fn legacy_ulimit(name: &str) -> PathBuf {
+        Path::new(LIMITS_DIR).join(Self::old_file_name(name, "conf"))
     }
 
-    /// The file name of service drop-ins for `name`.
-    pub fn dropin_file_name(name: &str) -> String {
-        format!("999-{name}-tuning.conf")
+    /// The file name of this entry's service drop-ins.
+    pub fn dropin_file_name(&self) -> String {
+        Self::file_name(&self.name, "conf")
     }
 
-    /// The drop-in for `unit` (without `.service`), the bash package's path.
+    /// The file name of the bash package's (and this package's before 2.1.0) service
+    /// drop-ins for `name`.
+    pub fn legacy_dropin_file_name(name: &str) -> String {
+        Self::old_file_name(name, "conf")
+    }
+
+    /// The drop-in for `unit` (without `.service`).
     pub fn dropin(&self, unit: &str) -> PathBuf {
         Path::new(SYSTEMD_DIR)
             .join(format!("{unit}.service.d"))
-            .join(Self::dropin_file_name(&self.name))
+            .join(self.dropin_file_name())
     }
 
     /// The kind of a path the state recorded (the state keeps paths only): the
@@ -158,17 +205,32 @@ impl Paths {
         if path == self.sysctl() {
             return Some(FileKind::Sysctl);
         }
+        if path == self.modprobe() {
+            return Some(FileKind::Modprobe);
+        }
+        if path == self.ulimit() {
+            return Some(FileKind::Limits);
+        }
+        if path == self.grub() {
+            return Some(FileKind::Grub);
+        }
+        let file = path.file_name().and_then(|f| f.to_str());
+        if file == Some(&self.dropin_file_name())
+            && let Some(unit) = Self::dropin_dir_unit(path.parent()?)
+        {
+            return Some(FileKind::DropIn(unit));
+        }
         for name in &self.legacy_names {
             if path == Self::legacy_sysctl(name) {
                 return Some(FileKind::Sysctl);
             }
-            if path == Self::ulimit_of(name) {
+            if path == Self::legacy_ulimit(name) {
                 return Some(FileKind::Limits);
             }
-            if path == Self::grub_of(name) {
+            if path == Self::legacy_grub(name) {
                 return Some(FileKind::Grub);
             }
-            if path.file_name().and_then(|f| f.to_str()) == Some(&Self::dropin_file_name(name))
+            if file == Some(&Self::legacy_dropin_file_name(name))
                 && let Some(unit) = Self::dropin_dir_unit(path.parent()?)
             {
                 return Some(FileKind::DropIn(unit));
@@ -198,14 +260,14 @@ impl Paths {
             .map(str::to_string)
     }
 
-    /// The GRUB drop-in (the bash package's path).
+    /// The GRUB drop-in.
     pub fn grub(&self) -> PathBuf {
-        Self::grub_of(&self.name)
+        Path::new(GRUB_DIR).join(Self::file_name(&self.name, "cfg"))
     }
 
-    /// The GRUB drop-in for `name`.
-    pub fn grub_of(name: &str) -> PathBuf {
-        PathBuf::from(format!("/etc/default/grub.d/999-{name}-tuning.cfg"))
+    /// The GRUB drop-in of the bash package (and of this package before 2.1.0) for `name`.
+    pub fn legacy_grub(name: &str) -> PathBuf {
+        Path::new(GRUB_DIR).join(Self::old_file_name(name, "cfg"))
     }
 
     /// The first comment lines of every file the package writes (without `# `).
@@ -254,18 +316,21 @@ mod tests {
             Paths::legacy_sysctl("gpu"),
             PathBuf::from("/etc/sysctl.d/999-gpu-tuning.conf")
         );
-        assert_eq!(p.ulimit(), PathBuf::from("/etc/security/limits.d/999-gpu-tuning.conf"));
+        assert_eq!(
+            p.ulimit(),
+            PathBuf::from("/etc/security/limits.d/zz-skyhook-gpu-tuning.conf")
+        );
         assert_eq!(
             p.dropin("containerd"),
-            PathBuf::from("/etc/systemd/system/containerd.service.d/999-gpu-tuning.conf")
+            PathBuf::from("/etc/systemd/system/containerd.service.d/zz-skyhook-gpu-tuning.conf")
         );
+        assert_eq!(p.grub(), PathBuf::from("/etc/default/grub.d/zz-skyhook-gpu-tuning.cfg"));
         assert_eq!(
             p.kind_of(&p.dropin("nvidia-fabricmanager")),
             Some(FileKind::DropIn("nvidia-fabricmanager".into()))
         );
         assert_eq!(p.kind_of(&p.ulimit()), Some(FileKind::Limits));
         assert_eq!(p.kind_of(&p.sysctl()), Some(FileKind::Sysctl));
-        assert_eq!(p.kind_of(&Paths::legacy_sysctl("gpu")), Some(FileKind::Sysctl));
         assert_eq!(p.kind_of(&p.grub()), Some(FileKind::Grub));
         assert_eq!(
             p.kind_of(Path::new("/etc/systemd/system/x.service.d/999-other-tuning.conf")),
@@ -273,12 +338,70 @@ mod tests {
             "another entry's drop-in"
         );
         assert_eq!(
+            p.kind_of(Path::new(
+                "/etc/systemd/system/x.service.d/zz-skyhook-other-tuning.conf"
+            )),
+            None,
+            "another entry's drop-in"
+        );
+        assert_eq!(
             p.kind_of(Path::new("/etc/sysctl.d/zz-skyhook-gpu-tuning.conf.bak")),
             None
         );
-        assert_eq!(p.grub(), PathBuf::from("/etc/default/grub.d/999-gpu-tuning.cfg"));
+        assert_eq!(
+            p.modprobe(),
+            PathBuf::from("/etc/modprobe.d/zz-skyhook-gpu-tuning.conf")
+        );
+        assert_eq!(p.kind_of(&p.modprobe()), Some(FileKind::Modprobe));
+        let preset = Paths {
+            modprobe_preset: Some(PresetFile {
+                path: "/etc/modprobe.d/disable-algif.conf".into(),
+                text: "install algif_aead /bin/false\n".into(),
+            }),
+            ..Paths::named("gpu")
+        };
+        assert_eq!(preset.modprobe(), PathBuf::from("/etc/modprobe.d/disable-algif.conf"));
+        assert_eq!(preset.kind_of(&preset.modprobe()), Some(FileKind::Modprobe));
+        assert_eq!(
+            preset.kind_of(&p.modprobe()),
+            None,
+            "the usual name is not the preset's"
+        );
         assert!(p.sysctl().file_name() > PathBuf::from("/etc/sysctl.d/cloud-optimization.conf").file_name());
         assert!(p.comment("sysctl.conf").lines().all(|l| l.starts_with("# ")));
+    }
+
+    #[test]
+    fn the_names_before_2_1_0_are_known_by_their_kind() {
+        let p = Paths::named("gpu");
+        for (old, kind) in [
+            ("/etc/sysctl.d/999-gpu-tuning.conf", FileKind::Sysctl),
+            ("/etc/security/limits.d/999-gpu-tuning.conf", FileKind::Limits),
+            (
+                "/etc/systemd/system/containerd.service.d/999-gpu-tuning.conf",
+                FileKind::DropIn("containerd".into()),
+            ),
+            ("/etc/default/grub.d/999-gpu-tuning.cfg", FileKind::Grub),
+        ] {
+            assert_eq!(p.kind_of(Path::new(old)), Some(kind), "{old}");
+        }
+    }
+
+    #[test]
+    fn every_file_sorts_after_the_names_that_won_over_999() {
+        let p = Paths::named("gpu");
+        let later = |ours: PathBuf, theirs: &str| {
+            assert!(
+                ours.file_name().unwrap().as_encoded_bytes() > theirs.as_bytes(),
+                "{} sorts before {theirs}",
+                ours.display()
+            )
+        };
+        later(p.sysctl(), "cloud-optimization.conf");
+        later(p.ulimit(), "nofile.conf");
+        later(p.dropin("containerd"), "override.conf");
+        later(p.grub(), "kdump-tools.cfg");
+        later(p.grub(), "init-select.cfg");
     }
 
     #[test]

@@ -6,13 +6,15 @@
 //! 2. Plan: files to write and to remove (what an earlier config or the bash
 //!    package wrote and the configMap no longer lists), kernel parameters to set
 //!    live and to restore, kernel arguments, pam_limits. A host without GRUB is
-//!    refused here, still before any change.
+//!    refused here, still before any change, and so is a preset's modprobe.d file
+//!    that someone else wrote ([`crate::modprobe::refuse_foreign`]).
 //! 3. Record the intent in the state (claimed files and directories, the values
 //!    from before, pending daemon-reload and boot regeneration), so a run killed
 //!    half way is finished by the next one.
 //! 4. Set kernel parameters live (undone if the kernel refuses one), write and
 //!    remove files, pam_limits, one `daemon-reload` if any drop-in changed, the kernel
-//!    arguments with one boot regeneration; record the result.
+//!    arguments with one boot regeneration, then unload the modules `modprobe.conf`
+//!    keeps out that nothing uses ([`crate::modules`]); record the result.
 //!
 //! Nothing differing means nothing written and nothing run. The end of the log says
 //! which interrupt each change needs.
@@ -26,12 +28,11 @@ use crate::input::Desired;
 use crate::paths::{FileKind, Paths};
 use crate::plan::{BootPlan, Plan};
 use crate::state::State;
-use crate::{grub, hugepages, legacy, live, owners, shared, sysctl};
+use crate::{grub, hugepages, legacy, live, modprobe, modules, owners, shared, sysctl};
 
-/// config.
-pub fn config(step: &Step) -> Result<Outcome> {
+/// config, with the files named by `paths`.
+pub fn config(step: &Step, paths: &Paths) -> Result<Outcome> {
     let host = &step.host;
-    let paths = Paths::for_step(step);
     let desired = Desired::parse(&step.configmaps)?;
     let live = match &desired.sysctl {
         Some(c) => sysctl::read_live(host, c)?,
@@ -40,11 +41,14 @@ pub fn config(step: &Step) -> Result<Outcome> {
     let store = step.state();
     let before: State = store.load()?;
     let mut state = before.clone();
-    legacy::adopt(host, &paths, &mut state)?;
+    legacy::adopt(host, paths, &mut state)?;
+    if desired.modprobe.is_some() {
+        modprobe::refuse_foreign(host, paths, &state)?;
+    }
     hugepages::warn_unsupported(host, &desired.grub)?;
 
-    let files = desired.files(&paths);
-    let plan = Plan::compute(host, &paths, &desired, &files, &live, &state)?;
+    let files = desired.files(paths);
+    let plan = Plan::compute(host, paths, &desired, &files, &live, &state)?;
     let me = paths.entry();
     let ledger_store = shared::store(host);
     let mut ledger: shared::Ledger = ledger_store.load()?;
@@ -72,7 +76,7 @@ pub fn config(step: &Step) -> Result<Outcome> {
             return Err(e);
         }
     };
-    let done = apply(host, &store, &paths, &desired, &plan, &mut intent, applied)?;
+    let done = apply(host, &store, paths, &desired, &plan, &mut intent, applied)?;
     store.save_or_clear(&intent)?;
     Ok(Outcome::needs(report(&plan, &done)))
 }
@@ -89,6 +93,11 @@ struct Done {
     grub_changed: bool,
     /// The change took every kernel argument of this entry away (grub.conf removed).
     grub_removed: bool,
+    /// What became of the loaded modules `modprobe.conf` keeps out.
+    unloads: modules::Unloads,
+    /// Modules given options by a modprobe.d file written now that are loaded:
+    /// the options apply when they are next loaded.
+    options_loaded: Vec<String>,
 }
 
 /// Carries out the rest of `plan` once its `applied` kernel parameters are set,
@@ -131,12 +140,32 @@ fn apply(
         Some(b) if intent.pending.boot_config => apply_boot(host, store, b, desired, intent)?,
         _ => false,
     };
+    // Last, once the modprobe.d file is in place: nothing can load them again.
+    let (unloads, options_loaded) = match &desired.modprobe {
+        Some(m) => {
+            let written = plan.writes.iter().any(|w| w.file.kind == FileKind::Modprobe);
+            let loaded = modules::loaded(host)?;
+            let options_loaded = match written {
+                true => m
+                    .with_options()
+                    .into_iter()
+                    .filter(|o| modules::find(&loaded, o).is_some())
+                    .map(str::to_string)
+                    .collect(),
+                false => Vec::new(),
+            };
+            (modules::unload_kept_out(host, m)?, options_loaded)
+        }
+        None => (modules::Unloads::default(), Vec::new()),
+    };
     Ok(Done {
         applied,
         removed,
         pam_changed,
         grub_changed,
         grub_removed: grub_changed && desired.grub.is_empty(),
+        unloads,
+        options_loaded,
     })
 }
 
@@ -184,12 +213,52 @@ fn report(plan: &Plan<'_>, done: &Done) -> Interrupt {
                 "{}: applies to sessions opened from now on: no interrupt needed",
                 w.file.key
             ),
+            FileKind::Modprobe => {
+                log::info!(
+                    "{}: {} written: applies to modules loaded from now on",
+                    w.file.key,
+                    w.path.display()
+                );
+                needs.push(Interrupt::NoOp);
+            }
             FileKind::Sysctl | FileKind::Grub | FileKind::Other => {}
         }
     }
+    if !done.unloads.removed.is_empty() {
+        needs.push(Interrupt::NoOp);
+    }
+    for (module, why) in &done.unloads.left {
+        log::info!(
+            "{}: {module} stays loaded until the node reboots ({why}): needs {}",
+            modprobe::KEY,
+            Interrupt::Reboot
+        );
+        needs.push(Interrupt::Reboot);
+    }
+    for module in &done.options_loaded {
+        log::info!(
+            "{}: {module} is loaded: its options apply when it is next loaded: needs {} (or reload the module)",
+            modprobe::KEY,
+            Interrupt::Reboot
+        );
+        needs.push(Interrupt::Reboot);
+    }
+    if done.removed.modprobe {
+        log::info!(
+            "modprobe.d file removed (its key is gone): the modules it kept out load again on demand (none is loaded \
+             now), loaded modules keep their options until reloaded: no interrupt needed"
+        );
+    }
     for unit in &done.removed.units {
         let i = Interrupt::service([unit.as_str()]);
-        log::info!("drop-in for {unit}.service removed (its key is gone): needs {i}");
+        if plan.writes.iter().any(|w| w.file.kind.unit() == Some(unit.as_str())) {
+            log::info!(
+                "drop-in for {unit}.service moved from its name before 2.1.0 (999-…) to one read after \
+                 override.conf and the other drop-ins: needs {i}"
+            );
+        } else {
+            log::info!("drop-in for {unit}.service removed (its key is gone): needs {i}");
+        }
         needs.push(i);
     }
     if done.pam_changed {
@@ -227,4 +296,5 @@ fn nothing_changed(plan: &Plan<'_>, done: &Done) -> bool {
         && !done.pam_changed
         && !done.grub_changed
         && plan.changed_units.is_empty()
+        && done.unloads.removed.is_empty()
 }

@@ -15,15 +15,14 @@ use crate::state::State;
 use crate::{files, grub, legacy, live, shared};
 
 /// uninstall.
-pub fn uninstall(step: &Step) -> Result<Outcome> {
+pub fn uninstall(step: &Step, paths: &Paths) -> Result<Outcome> {
     let host = &step.host;
-    let paths = Paths::for_step(step);
     let store = step.state();
     let mut state: State = store.load()?;
     // The ledger the entries share is read again below; a damaged one stops the
     // step here, before anything is undone.
     shared::store(host).load::<shared::Ledger>()?;
-    legacy::adopt(host, &paths, &mut state)?;
+    legacy::adopt(host, paths, &mut state)?;
     let grub_path = paths.grub();
     let files: Vec<Managed> = state
         .footprint
@@ -66,11 +65,17 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     }
     let mut needs: Vec<Interrupt> = removed.units.iter().map(|u| Interrupt::service([u.as_str()])).collect();
     if let Some(b) = &boot {
-        remove_kernel_args(host, &store, &paths, b, &mut state)?;
+        remove_kernel_args(host, &store, paths, b, &mut state)?;
         needs.push(Interrupt::Reboot);
     }
     for u in &removed.units {
         log::info!("drop-in for {u}.service removed: the running service keeps its settings until it restarts");
+    }
+    if removed.modprobe {
+        log::info!(
+            "modprobe.d file removed: the modules it kept out load again on demand (none is loaded now), loaded \
+             modules keep their options until reloaded"
+        );
     }
     state.footprint.prune(host)?;
     shared::hand_over_dirs(host, &state.footprint.dirs)?;
@@ -117,12 +122,11 @@ fn remove_kernel_args(
 }
 
 /// uninstall-check.
-pub fn uninstall_check(step: &Step) -> Result<Outcome> {
+pub fn uninstall_check(step: &Step, paths: &Paths) -> Result<Outcome> {
     let host = &step.host;
-    let paths = Paths::for_step(step);
     let store = step.state();
     let mut c = Checklist::new();
-    for m in legacy::scan(host, &paths)? {
+    for m in legacy::scan(host, paths)? {
         c.fail(format!(
             "{} ({}) is still there: run uninstall",
             m.path.display(),

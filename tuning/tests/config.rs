@@ -105,7 +105,7 @@ fn removed_keys_are_reconciled_away() {
     full_configmap(&n);
     n.configmap("service_kubelet.conf", "[Service]\nLimitNOFILE=65536\n");
     run(&n, "config", 0);
-    assert!(n.exists("/etc/systemd/system/kubelet.service.d/999-gpu-tuning.conf"));
+    assert!(n.exists("/etc/systemd/system/kubelet.service.d/zz-skyhook-gpu-tuning.conf"));
     // One drop-in goes: its file and directory, one daemon-reload, its restart asked for.
     n.remove_configmap("service_kubelet.conf").clear_calls();
     run(&n, "config", 0).expect_output("interrupt needed: {type: service, services: [kubelet]}");
@@ -394,7 +394,8 @@ fn a_failed_boot_regeneration_puts_the_node_back_and_the_next_config_does_it_all
     n.stand_in("update-grub", UPDATE_GRUB);
     n.clear_calls();
     run(&n, "config", 0);
-    assert_eq!(n.calls(), ["update-grub"]);
+    assert_eq!(n.calls(), ["update-grub"], "one regeneration");
+    assert!(n.read("/boot/grub/grub.cfg").unwrap().contains("iommu=pt"));
     run(&n, "config-check", 0);
 }
 

@@ -29,6 +29,7 @@ fn a_failing_directory_fails_config_naming_it_and_leaves_the_node_as_it_was() {
         "config",
         &DIRS,
         &Fault::ALL,
+        &[],
     );
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }
@@ -45,6 +46,34 @@ fn a_failing_directory_fails_uninstall_naming_it_and_leaves_the_node_as_it_was()
         "uninstall",
         &DIRS,
         &[Fault::ReadOnly],
+        &[],
     );
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn a_failing_directory_fails_config_and_uninstall_of_modprobe_conf_leaving_the_node_as_it_was() {
+    use skyhook_testkit::kmod::{self, line};
+    let fresh = || {
+        let n = node();
+        kmod::install_rmmod(&n);
+        kmod::loaded(&n, &[line("algif_aead", 0, &[])]);
+        n.configmap("modprobe.conf", "install algif_aead /bin/false\n");
+        n
+    };
+    let dirs = ["/etc/modprobe.d", "/var/lib/skyhook-packages"];
+    let mut failures = faults::campaign(fresh, "config", &dirs, &Fault::ALL, &[]);
+    let configured = || {
+        let n = fresh();
+        n.run("config").expect_code(0);
+        n
+    };
+    failures.extend(faults::campaign(
+        configured,
+        "uninstall",
+        &dirs,
+        &[Fault::ReadOnly],
+        &[],
+    ));
     assert!(failures.is_empty(), "{}", failures.join("\n\n"));
 }

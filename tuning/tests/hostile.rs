@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The hostile-input corpus (issue 12): every configMap key and environment variable
+//! The hostile-input corpus: every configMap key and environment variable
 //! the package reads, fed what a careful attacker would try, on a configured node.
 //! Each case must exit 2 without a panic, print under 64 KiB naming the key (the
 //! line and an excerpt where there is one) and leave the node byte-identical
@@ -125,6 +125,53 @@ const DROPIN: &[Row] = &[
     ("BOM", b"\xef\xbb\xbf[Service]\nLimitNOFILE=1\n", 1, "[Service]"),
 ];
 
+const MODPROBE: &[Row] = &[
+    ("unknown command", b"blaclist nouveau\n", 1, "blaclist"),
+    ("alias line", b"alias pci:v000010DEd* nouveau\n", 1, "alias"),
+    ("blacklist without a module", b"blacklist\n", 1, "blacklist"),
+    ("blacklist of two modules", b"blacklist a b\n", 1, "blacklist a b"),
+    (
+        "install without a command",
+        b"install algif_aead\n",
+        1,
+        "install algif_aead",
+    ),
+    ("options without parameters", b"options nvidia\n", 1, "options nvidia"),
+    ("module glob", b"install algif_* /bin/false\n", 1, "algif_*"),
+    (
+        "module path traversal",
+        b"blacklist ../../etc/shadow\n",
+        1,
+        "../../etc/shadow",
+    ),
+    (
+        "shell metacharacters in the module",
+        b"install x;reboot /bin/false\n",
+        1,
+        "x;reboot",
+    ),
+    ("inline comment", b"blacklist nouveau # GPU\n", 1, "blacklist nouveau"),
+    ("indented comment", b"  # note\n", 1, "# note"),
+    (
+        "continuation backslash",
+        b"install algif_aead \\\n/bin/false\n",
+        1,
+        "install algif_aead",
+    ),
+    (
+        "second install for a module",
+        b"install algif_aead /bin/false\ninstall algif-aead /bin/true\n",
+        2,
+        "install algif-aead",
+    ),
+    ("NUL byte", b"blacklist nouveau\0\n", 1, "blacklist nouveau"),
+    ("not UTF-8", b"blacklist nouveau\xff\n", 1, ""),
+    ("CRLF line ending", b"blacklist nouveau\r\n", 1, "blacklist nouveau"),
+    ("BOM", b"\xef\xbb\xbfblacklist nouveau\n", 1, "blacklist nouveau"),
+    ("escape sequence", b"blacklist nouveau\x1b[2J\n", 1, "blacklist nouveau"),
+    ("second line bad", b"blacklist nouveau\nbogus line\n", 2, "bogus line"),
+];
+
 fn configured() -> Node {
     let n = node();
     full_configmap(&n);
@@ -195,6 +242,19 @@ fn service_drop_in_hostile_values_are_refused() {
 }
 
 #[test]
+fn modprobe_conf_hostile_values_are_refused() {
+    let mut cases = rows("modprobe.conf", MODPROBE);
+    cases.push(
+        Case::new("modprobe.conf: module name over 55 bytes", "config")
+            .key("modprobe.conf", format!("blacklist {}\n", "m".repeat(56)))
+            .line(1)
+            .says("at most 55 bytes"),
+    );
+    cases.extend(hostile::long_value_cases("modprobe.conf", "config", "bogusbogus"));
+    corpus(cases);
+}
+
+#[test]
 fn hostile_key_names_are_refused() {
     let cases = vec![
         Case::new("empty unit name", "config").key("service_.conf", "[Service]\nLimitNOFILE=1\n"),
@@ -228,7 +288,13 @@ fn hostile_key_names_are_refused() {
 #[test]
 fn configmap_files_that_are_not_plain_values_are_refused() {
     let mut cases = Vec::new();
-    for key in ["sysctl.conf", "ulimit.conf", "service_containerd.conf", "grub.conf"] {
+    for key in [
+        "sysctl.conf",
+        "ulimit.conf",
+        "service_containerd.conf",
+        "grub.conf",
+        "modprobe.conf",
+    ] {
         cases.extend(hostile::file_cases(key, "config", "# a comment line\n"));
     }
     corpus(cases);
@@ -244,14 +310,8 @@ fn hostile_environment_is_refused() {
 #[test]
 fn damaged_records_are_refused_naming_them() {
     let n = configured();
-    let records = hostile::records_of(&n);
-    assert!(!records.is_empty(), "a configured node keeps records");
-    let cases: Vec<Case> = records
-        .iter()
-        .flat_map(|r| ["config", "uninstall"].map(|mode| hostile::record_cases(r, mode)))
-        .flatten()
-        .collect();
+    let cases = hostile::every_record_cases(&n, &["config", "uninstall"]);
     let report = Corpus::new(&n).run(&cases);
-    eprintln!("tuning record corpus: {} case(s) over {records:?}", report.cases);
+    eprintln!("tuning record corpus: {} case(s)", report.cases);
     report.assert_passed();
 }

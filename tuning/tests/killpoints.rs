@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Crash consistency (issue 12): every action mode that changes files is killed at
+//! Crash consistency: every action mode that changes files is killed at
 //! its mutating system calls (skyhook_testkit::killpoint), rerun, and must end
 //! exactly where an uninterrupted run ends, with its check passing.
 
 mod common;
 
 use common::bash::*;
+use common::v2_0::*;
 use common::*;
 use skyhook_testkit::killpoint::KillPoints;
+use skyhook_testkit::kmod::{self, line};
 
 /// Kill points per scenario: every mutating call today (the largest scenario makes
 /// fewer than 100); past this, every Nth, so a new scenario stays within budget.
@@ -53,4 +55,42 @@ fn upgrade_from_the_bash_package_converges_after_a_kill() {
     bash_tuned(&n);
     bash_configmap(&n);
     campaign(&n, "upgrade", "upgrade-check");
+}
+
+#[test]
+fn config_moving_the_files_of_2_0_to_their_new_names_converges_after_a_kill() {
+    let n = node();
+    configured_by_2_0(&n);
+    campaign(&n, "config", "config-check");
+}
+
+#[test]
+fn uninstall_of_a_node_of_2_0_converges_after_a_kill() {
+    let n = node();
+    configured_by_2_0(&n);
+    campaign(&n, "uninstall", "uninstall-check");
+}
+
+/// A node where `modprobe.conf` keeps out a loaded module nothing uses.
+fn modprobe_node() -> Node {
+    let n = node();
+    kmod::install_rmmod(&n);
+    kmod::loaded(&n, &[line("algif_aead", 0, &[]), line("nouveau", 1, &[])]);
+    n.configmap(
+        "modprobe.conf",
+        "install algif_aead /bin/false\nblacklist nouveau\noptions nvidia NVreg_EnableGpuFirmware=0\n",
+    );
+    n
+}
+
+#[test]
+fn config_with_modprobe_conf_unloading_a_module_converges_after_a_kill() {
+    campaign(&modprobe_node(), "config", "config-check");
+}
+
+#[test]
+fn uninstall_of_modprobe_conf_converges_after_a_kill() {
+    let n = modprobe_node();
+    run(&n, "config", 0);
+    campaign(&n, "uninstall", "uninstall-check");
 }

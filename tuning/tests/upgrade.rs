@@ -6,6 +6,7 @@
 mod common;
 
 use common::bash::*;
+use common::v2_0::old_names;
 use common::*;
 
 #[test]
@@ -15,11 +16,19 @@ fn a_node_tuned_by_the_bash_package_upgrades_in_place() {
     bash_tuned(&n);
     bash_configmap(&n);
     // Before the upgrade, the bash package's sysctl file is in the way.
-    run(&n, "upgrade-check", 1).expect_output("/etc/sysctl.d/999-gpu-tuning.conf (the bash package's sysctl file)");
+    run(&n, "upgrade-check", 1)
+        .expect_output("/etc/sysctl.d/999-gpu-tuning.conf (sysctl file) still has its old name")
+        .expect_output("/etc/security/limits.d/999-gpu-tuning.conf (user limits file) still has its old name");
     run(&n, "upgrade", 0);
     run(&n, "upgrade-check", 0);
     assert!(!n.exists("/etc/sysctl.d/999-gpu-tuning.conf"));
     assert_eq!(n.read(&sysctl_file()).unwrap(), SYSCTL, "moved as it was");
+    assert!(!n.exists("/etc/security/limits.d/999-gpu-tuning.conf"));
+    assert_eq!(
+        n.read(&limits_file()).unwrap(),
+        "* hard memlock 128\n* hard fsize 1000\n",
+        "moved as it was"
+    );
     let state = n.read("/var/lib/skyhook-packages/tuning/gpu/state.json").unwrap();
     assert!(state.contains("\"migrated_from\": \"1.1.3\""), "{state}");
     // config with the unchanged SCR converts everything.
@@ -30,7 +39,8 @@ fn a_node_tuned_by_the_bash_package_upgrades_in_place() {
         limits.contains("*\tsoft\tmemlock\t128\n*\thard\tmemlock\t128\n"),
         "soft limits too: {limits}"
     );
-    assert!(n.exists("/etc/systemd/system/nvidia_fabricmanager.service.d/999-gpu-tuning.conf"));
+    assert!(n.exists("/etc/systemd/system/nvidia_fabricmanager.service.d/zz-skyhook-gpu-tuning.conf"));
+    assert_eq!(old_names(&n), Vec::<String>::new(), "only the new names are left");
     assert!(
         !n.exists("/etc/systemd/system/nvidia.service.d"),
         "the bash package's misnamed drop-in and its directory went"

@@ -4,7 +4,7 @@
 //!
 //! | a changed path under | affects |
 //! |---|---|
-//! | `<package>/` | that package, and every package whose Cargo.toml depends on it (nvidia-tuned on tuned, nvidia-tuning-gke on tuning) |
+//! | `<package>/` | that package, and every package whose Cargo.toml depends on it (nvidia-tuned on tuned, nvidia-tuning-gke and copy-fail on tuning) |
 //! | `crates/skyhook-core/`, `crates/skyhook-pkg/` (builds the images), `schemas/`, the workspace `Cargo.toml`/`Cargo.lock`, `.dockerignore`, `ci/`, `.github/workflows/` | every package |
 //! | anything else (documentation, `crates/skyhook-testkit/`, `.ci/`) | none |
 //!
@@ -140,6 +140,7 @@ mod tests {
 
     fn packages() -> Vec<String> {
         [
+            "copy-fail",
             "kdump",
             "nvidia-tuned",
             "nvidia-tuning-gke",
@@ -157,7 +158,7 @@ mod tests {
             &packages(),
             |p| match p {
                 "nvidia-tuned" => vec!["tuned".to_string()],
-                "nvidia-tuning-gke" => vec!["tuning".to_string()],
+                "nvidia-tuning-gke" | "copy-fail" => vec!["tuning".to_string()],
                 _ => vec![],
             },
         )
@@ -166,7 +167,10 @@ mod tests {
     #[test]
     fn an_engine_change_affects_the_packages_built_on_it() {
         assert_eq!(affected_by(&["tuned/src/plan.rs"]), ["nvidia-tuned", "tuned"]);
-        assert_eq!(affected_by(&["tuning/src/live.rs"]), ["nvidia-tuning-gke", "tuning"]);
+        assert_eq!(
+            affected_by(&["tuning/src/live.rs"]),
+            ["copy-fail", "nvidia-tuning-gke", "tuning"]
+        );
         assert_eq!(affected_by(&["nvidia-tuned/catalog/manifest.json"]), ["nvidia-tuned"]);
     }
 

@@ -337,7 +337,7 @@ mod tests {
     #[test]
     fn every_package_dockerfile_follows_the_image_rules() {
         let packages = workspace::packages(&root());
-        assert_eq!(packages.len(), 6);
+        assert_eq!(packages.len(), 8);
         for p in packages {
             let text = fs::read_to_string(dockerfile_path(&root(), &p)).unwrap();
             assert_eq!(lint(&text, &p), Vec::<String>::new(), "{p}/Dockerfile");

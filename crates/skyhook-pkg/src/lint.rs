@@ -71,6 +71,7 @@ enum Kind {
     Shellscript,
     NvidiaTuned,
     NvidiaTuningGke,
+    CopyFail,
 }
 
 impl Kind {
@@ -82,6 +83,7 @@ impl Kind {
             "shellscript" => Some(Kind::Shellscript),
             "nvidia-tuned" => Some(Kind::NvidiaTuned),
             "nvidia-tuning-gke" => Some(Kind::NvidiaTuningGke),
+            "copy-fail" => Some(Kind::CopyFail),
             _ => None,
         }
     }
@@ -95,6 +97,7 @@ impl Kind {
             Kind::Shellscript => include_str!("../../../shellscript/config.json"),
             Kind::NvidiaTuned => include_str!("../../../nvidia-tuned/config.json"),
             Kind::NvidiaTuningGke => include_str!("../../../nvidia-tuning-gke/config.json"),
+            Kind::CopyFail => include_str!("../../../copy-fail/config.json"),
         };
         let config: Value = serde_json::from_str(text).unwrap_or_default();
         config["package_version"].as_str().unwrap_or_default().to_string()
@@ -109,6 +112,9 @@ impl Kind {
             Kind::Shellscript => shellscript::script::validate(cm),
             Kind::NvidiaTuned => nvidia_tuned::validate(cm),
             Kind::NvidiaTuningGke => nvidia_tuning_gke::validate(cm, use_containerd(entry).as_deref()),
+            Kind::CopyFail => {
+                copy_fail::validate(cm, env_value(entry, copy_fail::request::ALLOW_LOADED_MODULE).as_deref())
+            }
         };
         match result {
             Ok(()) => self.combination_problem(cm).into_iter().collect(),
@@ -185,6 +191,9 @@ impl Kind {
         let value = cm.get(key).map_or("", String::as_str);
         Some(match (self, key) {
             (Kind::Tuning, "grub.conf") | (Kind::Kdump, "crashkernel") => Interrupt::Reboot,
+            // A module kept out that something uses, or a loaded module given new
+            // options, needs a reboot; which is the node's to tell.
+            (Kind::Tuning, tuning::modprobe::KEY) => return None,
             (Kind::Tuning, k) if k.starts_with("service_") && k.ends_with(".conf") => {
                 Interrupt::service([&k["service_".len()..k.len() - ".conf".len()]])
             }
@@ -241,11 +250,12 @@ impl Kind {
     }
 
     /// Whether this tool can tell what the first installation needs: not for
-    /// shellscript (its scripts do anything), nor for a catalog package whose
-    /// configMap selects no combination (its validation finding says why).
+    /// shellscript (its scripts do anything), nor copy-fail (a reboot when the node's
+    /// algif_aead is in use), nor for a catalog package whose configMap selects no
+    /// combination (its validation finding says why).
     fn interrupts_knowable(self, cm: &BTreeMap<String, String>) -> bool {
         match self.catalog() {
-            _ if self == Kind::Shellscript => false,
+            _ if self == Kind::Shellscript || self == Kind::CopyFail => false,
             Some((catalog, default_intent)) => !Self::request(cm, default_intent)
                 .selections(catalog.as_ref())
                 .is_empty(),
@@ -277,11 +287,12 @@ impl Kind {
 
 /// The entry's `USE_CONTAINERD` environment value (nvidia-tuning-gke), if set.
 fn use_containerd(entry: &ScrEntry) -> Option<String> {
-    entry
-        .env_pairs()
-        .into_iter()
-        .find(|(n, _)| n == "USE_CONTAINERD")
-        .map(|(_, v)| v)
+    env_value(entry, "USE_CONTAINERD")
+}
+
+/// The entry's value of environment variable `name`, if set.
+fn env_value(entry: &ScrEntry, name: &str) -> Option<String> {
+    entry.env_pairs().into_iter().find(|(n, _)| n == name).map(|(_, v)| v)
 }
 
 /// Whether a tuned profile has a `[bootloader]` section with options (kernel arguments).
@@ -654,6 +665,7 @@ mod tests {
             "shellscript/README.md",
             "nvidia-tuned/README.md",
             "nvidia-tuning-gke/README.md",
+            "copy-fail/README.md",
         ] {
             let text = std::fs::read_to_string(repo().join(readme)).unwrap();
             for (i, example) in examples(&text).iter().enumerate() {

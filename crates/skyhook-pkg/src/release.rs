@@ -167,6 +167,7 @@ mod tests {
 
     fn packages() -> Vec<String> {
         [
+            "copy-fail",
             "kdump",
             "nvidia-tuned",
             "nvidia-tuning-gke",
@@ -197,7 +198,7 @@ mod tests {
         );
         assert!(
             e.to_string()
-                .contains("kdump, nvidia-tuned, nvidia-tuning-gke, shellscript, tuned, tuning"),
+                .contains("copy-fail, kdump, nvidia-tuned, nvidia-tuning-gke, shellscript, tuned, tuning"),
             "{e}"
         );
     }

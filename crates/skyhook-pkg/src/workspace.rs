@@ -72,6 +72,8 @@ mod tests {
         assert_eq!(
             packages(&root),
             [
+                "bind-mount",
+                "copy-fail",
                 "kdump",
                 "nvidia-tuned",
                 "nvidia-tuning-gke",
@@ -84,6 +86,7 @@ mod tests {
         assert_eq!(crate_version(&root.join("schemas")), None);
         assert_eq!(package_dependencies(&root, "nvidia-tuned"), ["tuned"]);
         assert_eq!(package_dependencies(&root, "nvidia-tuning-gke"), ["tuning"]);
+        assert_eq!(package_dependencies(&root, "copy-fail"), ["tuning"]);
         assert!(package_dependencies(&root, "tuning").is_empty());
     }
 }

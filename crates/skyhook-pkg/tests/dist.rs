@@ -11,7 +11,9 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-const PACKAGES: [&str; 6] = [
+const PACKAGES: [&str; 8] = [
+    "bind-mount",
+    "copy-fail",
     "kdump",
     "nvidia-tuned",
     "nvidia-tuning-gke",
@@ -151,7 +153,7 @@ fn ignores_the_test_hooks(tuning: &Path) {
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stderr}");
     assert!(!stderr.contains("host root"), "the hook was honoured: {stderr}");
-    let limits = fs::read_to_string(j.join("etc/security/limits.d/999-hooks-tuning.conf")).unwrap();
+    let limits = fs::read_to_string(j.join("etc/security/limits.d/zz-skyhook-hooks-tuning.conf")).unwrap();
     assert!(limits.contains("65536"), "{limits}");
     assert_eq!(
         fs::read_dir(j.join("elsewhere")).unwrap().count(),

@@ -92,6 +92,8 @@ fn dist_all_builds_static_trees_for_both_architectures_that_run_in_an_empty_chro
         ("aarch64", "aarch64-unknown-linux-gnu"),
     ] {
         for p in [
+            "bind-mount",
+            "copy-fail",
             "kdump",
             "nvidia-tuned",
             "nvidia-tuning-gke",

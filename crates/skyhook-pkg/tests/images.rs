@@ -25,18 +25,23 @@ use std::process::Command;
 
 use serde_json::Value;
 
-const PACKAGES: [&str; 6] = [
-    "kdump",
-    "nvidia-tuned",
-    "nvidia-tuning-gke",
-    "shellscript",
-    "tuned",
-    "tuning",
-];
 const ARCHES: [&str; 2] = ["amd64", "arm64"];
 
 fn workspace() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../..")
+}
+
+/// The packages, as the workspace has them: every folder holding a config.json,
+/// sorted (as `.ci/run` and `skyhook-pkg` find them).
+fn packages() -> Vec<String> {
+    let mut found: Vec<String> = fs::read_dir(workspace())
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|d| d.join("config.json").is_file())
+        .map(|d| d.file_name().unwrap().to_string_lossy().into_owned())
+        .collect();
+    found.sort();
+    found
 }
 
 /// Runs skyhook-pkg with `args`; its stdout. Fails the test with its output otherwise.
@@ -113,7 +118,10 @@ fn every_image_is_reproducible_and_runs_as_the_operator_runs_it() {
     build_all(&tmp.path().join("state-2"), &context, &second);
     let _ = fs::remove_dir_all(tmp.path().join("state-2"));
 
-    for p in PACKAGES {
+    let packages = packages();
+    assert!(packages.len() >= 8, "the workspace's packages: {packages:?}");
+    for p in &packages {
+        let p = p.as_str();
         let index = named(&first, p);
         assert_eq!(
             index["digest"],

@@ -33,12 +33,39 @@
 //!   lines, other boot loaders.
 //! - [`GRUB2_MKCONFIG`]: grub2-mkconfig before RHEL 9.3: sources `/etc/default/grub`,
 //!   writes one `linux` line to the output and leaves BLS entries alone.
-//! - [`GRUB2_MKCONFIG_BLS`]: grub2-mkconfig of RHEL 9.3+: a grub.cfg that loads BLS
-//!   entries (`blscfg`); only with `--update-bls-cmdline` are the entries' `options`
-//!   rewritten from `GRUB_CMDLINE_LINUX`. Like the real one (RHEL 9, Fedora 34+) it
-//!   refuses to write over the EFI stub (`/boot/efi/EFI/<vendor>/grub.cfg` that hands
-//!   over with `configfile`), exiting 1 with its message.
+//! - [`GRUB2_MKCONFIG_BLS`] and [`GRUB2_MKCONFIG_FEDORA`]: grub2-mkconfig of RHEL
+//!   9.3+ and of Fedora on a BLS host (rhboot/grub2, the `grub2` source of both:
+//!   branch `rhel-9-main` at 7878971 and `fedora-44` at 5e9e7e4, `util/grub-mkconfig.in`
+//!   and `util/grub.d/10_linux.in`, read for this model). Models, of both:
+//!   `-o FILE`, `--output=FILE`, `--no-grubenv-update`; any other option is refused
+//!   (`Unrecognized option`, the usage, exit 1, nothing written); an output that is
+//!   `/boot/efi/EFI/<ID>/grub.cfg` (`ID` of `/etc/os-release`, `rhel` read as
+//!   `redhat`) and not empty is refused with its three lines ("will overwrite the GRUB
+//!   wrapper", exit 1, nothing written): on RHEL 9 and Fedora 34+ that file is the
+//!   EFI stub ([`EFI_STUB`]); `/etc/default/grub` sourced; the output holds the
+//!   `kernelopts` fallback and `insmod blscfg` / `blscfg` (the entries are loaded
+//!   from `/boot/loader/entries` at boot). When the BLS command line is updated:
+//!   every entry's `options` line becomes `root=<root> ro $GRUB_CMDLINE_LINUX
+//!   $GRUB_CMDLINE_LINUX_DEFAULT` as one string (spacing kept; a `debug` entry also
+//!   gets `$GRUB_CMDLINE_LINUX_DEBUG`), and `/etc/kernel/cmdline` gets the same when
+//!   `/etc/kernel` is writable and the file is missing or older than
+//!   `/etc/default/grub`; on an ostree host (`/run/ostree-booted`, `/ostree/repo`) no
+//!   entry is touched. Which runs update: RHEL 9.3+ only with `--update-bls-cmdline`
+//!   (or when `/etc/default/grub` does not set `GRUB_ENABLE_BLSCFG=true`); Fedora,
+//!   whose grub2-mkconfig has no such option, at every run unless
+//!   `--no-grubenv-update`. Not modelled: grub-probe (the root device is always
+//!   `/dev/mapper/rl-root`), the other `/etc/grub.d` scripts and their menu entries,
+//!   grubenv, the installer (`/run/install`), ppc64le's `populate_menu`.
 //! - [`EFI_STUB`]: that stub, as RHEL 9 / Fedora 34+ install it on EFI hosts.
+//! - [`UPDATE_GRUB`]: Debian's update-grub (`grub-mkconfig -o /boot/grub/grub.cfg`,
+//!   GRUB 2.06/2.12 with Debian's patches; read for this model): sources
+//!   `/etc/default/grub`, then each `/etc/default/grub.d/*.cfg` in name order (Debian's
+//!   patch), and writes one `linux` line with `GRUB_CMDLINE_LINUX` then
+//!   `GRUB_CMDLINE_LINUX_DEFAULT` as they stand after the last file; with tuned's
+//!   `/etc/grub.d/00_tuned` installed, that script's section setting `tuned_params` from
+//!   `/etc/tuned/bootcmdline` first. Absolute `/etc/` paths the sourced files read are
+//!   read under the scratch root. Does not model: other `/etc/grub.d` scripts, several
+//!   kernels, the recovery entry, `GRUB_DISABLE_*`.
 //! - kdumpctl and the kernel-install hook: [`crate::kdumpctl`].
 //! - [`killed_once`]: a stand-in that kills the step calling it the first time.
 
@@ -145,28 +172,88 @@ GRUB_CMDLINE_LINUX=""; . "$R/etc/default/grub"
 mkdir -p "$(dirname "$R$2")"
 printf "menuentry 'Rocky Linux' {\n\tlinux /vmlinuz-5.14.0-427.el9.x86_64 root=/dev/mapper/rl-root ro %s\n}\n" "$GRUB_CMDLINE_LINUX" > "$R$2""#;
 
-/// grub2-mkconfig of RHEL 9.3+ (`[--update-bls-cmdline] -o <output>`): a grub.cfg
-/// loading the BLS entries, whose `options` change only with the option.
-pub const GRUB2_MKCONFIG_BLS: &str = r#"R="$SKYHOOK_HOST_ROOT"; bls=""
-case "$1" in --update-bls-cmdline) bls=1; shift ;; esac
-[ "$1" = -o ] || { echo "unexpected: grub2-mkconfig $*" >&2; exit 1; }
-case "$2" in /boot/efi/EFI/*/grub.cfg)
-  if grep -q '^configfile' "$R$2" 2>/dev/null; then
-    echo "Running \`grub2-mkconfig -o $2' will overwrite the GRUB wrapper." >&2
-    echo "Please run \`grub2-mkconfig -o /boot/grub2/grub.cfg' instead to update grub.cfg." >&2
-    echo "GRUB configuration file was not updated." >&2; exit 1
-  fi ;;
-esac
-GRUB_CMDLINE_LINUX=""; GRUB_CMDLINE_LINUX_DEFAULT=""; . "$R/etc/default/grub"
-mkdir -p "$(dirname "$R$2")"
-printf 'insmod blscfg\nblscfg\n' > "$R$2"
-if [ -n "$bls" ]; then
-  opts="$(echo root=/dev/mapper/rl-root ro $GRUB_CMDLINE_LINUX $GRUB_CMDLINE_LINUX_DEFAULT)"
-  for f in "$R"/boot/loader/entries/*.conf; do
-    [ -f "$f" ] || continue
-    awk -v new="$opts" '/^options / { print "options " new; next } { print }' "$f" > "$f.tmp" && mv "$f.tmp" "$f"
+/// Debian's update-grub (see the module's list): `/boot/grub/grub.cfg` from the GRUB
+/// defaults and their drop-ins.
+pub const UPDATE_GRUB: &str = r#"R="$SKYHOOK_HOST_ROOT"; out="$R/boot/grub/grub.cfg"
+[ $# -eq 0 ] || { echo "unexpected: update-grub $*" >&2; exit 1; }
+under_root() { sed "s#\([[:space:]\"'=]\)/etc/#\1$R/etc/#g" "$1"; }
+args=$(
+  GRUB_CMDLINE_LINUX=""; GRUB_CMDLINE_LINUX_DEFAULT=""
+  for f in "$R/etc/default/grub" "$R"/etc/default/grub.d/*.cfg; do
+    [ -f "$f" ] && eval "$(under_root "$f")"
   done
-fi"#;
+  echo "$GRUB_CMDLINE_LINUX $GRUB_CMDLINE_LINUX_DEFAULT"
+) || exit 1
+mkdir -p "$R/boot/grub"
+{
+  echo '### BEGIN /etc/grub.d/00_header ###'; echo 'set timeout=5'; echo '### END /etc/grub.d/00_header ###'
+  if [ -f "$R/etc/grub.d/00_tuned" ]; then
+    TUNED_BOOT_CMDLINE=""; [ -f "$R/etc/tuned/bootcmdline" ] && . "$R/etc/tuned/bootcmdline"
+    echo '### BEGIN /etc/grub.d/00_tuned ###'; echo "set tuned_params=\"$TUNED_BOOT_CMDLINE\""; echo '### END /etc/grub.d/00_tuned ###'
+  fi
+  echo '### BEGIN /etc/grub.d/10_linux ###'
+  echo "menuentry 'Ubuntu' {"
+  printf '\tlinux\t/boot/vmlinuz-6.8.0-31-generic root=UUID=0b1c ro %s\n' "$args"
+  echo '}'
+  echo '### END /etc/grub.d/10_linux ###'
+} > "$out.new" && mv "$out.new" "$out"
+echo 'Generating grub configuration file ...' >&2; echo done >&2"#;
+/// grub2-mkconfig of a BLS host, RHEL 9.3+ or Fedora (see the module's list): the
+/// option parsing of one (`$1`), when the BLS command line is updated (`$2`).
+macro_rules! grub2_mkconfig_bls {
+    ($option:literal, $update:literal) => {
+        concat!(
+            r#"R="$SKYHOOK_HOST_ROOT"; out=""; bls_cmdline_update=""; grubenv=yes
+while [ $# -gt 0 ]; do a=$1; shift; case "$a" in
+  -o|--output) out=$1; shift ;;
+  --output=*) out=${a#--output=} ;;
+  --no-grubenv-update) grubenv=no ;;
+"#,
+            $option,
+            r#"  -*) echo "Unrecognized option \`$a'" >&2; echo "Usage: grub2-mkconfig [OPTION]" >&2; exit 1 ;;
+esac; done
+os=$(sed -n 's/^ID=//p' "$R/etc/os-release" | sed -e 's/rhel/redhat/' -e 's/"//g')
+if [ -s "$R$out" ] && [ "$out" = "/boot/efi/EFI/$os/grub.cfg" ]; then
+  echo "Running \`grub2-mkconfig -o $out' will overwrite the GRUB wrapper." >&2
+  echo "Please run \`grub2-mkconfig -o /boot/grub2/grub.cfg' instead to update grub.cfg." >&2
+  echo "GRUB configuration file was not updated." >&2; exit 1
+fi
+GRUB_CMDLINE_LINUX=""; GRUB_CMDLINE_LINUX_DEFAULT=""; GRUB_CMDLINE_LINUX_DEBUG=""; GRUB_ENABLE_BLSCFG=""
+if [ -f "$R/etc/default/grub" ]; then . "$R/etc/default/grub"; fi
+cmdline="root=/dev/mapper/rl-root ro ${GRUB_CMDLINE_LINUX} ${GRUB_CMDLINE_LINUX_DEFAULT}"
+"#,
+            $update,
+            r#"
+if [ "$update" = yes ]; then
+  if [ -w "$R/etc/kernel" ] && { [ ! -f "$R/etc/kernel/cmdline" ] || [ "$R/etc/kernel/cmdline" -ot "$R/etc/default/grub" ]; }; then
+    echo "$cmdline" > "$R/etc/kernel/cmdline"
+  fi
+  if [ ! -f "$R/run/ostree-booted" ] && [ ! -d "$R/ostree/repo" ]; then
+    for f in "$R"/boot/loader/entries/*.conf; do
+      [ -f "$f" ] || continue
+      options="$cmdline"
+      case "$f" in *debug*) options="$options ${GRUB_CMDLINE_LINUX_DEBUG}" ;; esac
+      awk -v new="$options" '/^options/ { print "options " new; next } { print }' "$f" > "$f.tmp" && mv "$f.tmp" "$f"
+    done
+  fi
+fi
+mkdir -p "$(dirname "$R$out")"
+printf '### BEGIN /etc/grub.d/10_linux ###\nif [ -z "${kernelopts}" ]; then\n  set kernelopts="%s"\nfi\n\ninsmod blscfg\nblscfg\n### END /etc/grub.d/10_linux ###\n' "$cmdline" > "$R$out""#
+        )
+    };
+}
+
+/// grub2-mkconfig of RHEL 9.3+ (`[--update-bls-cmdline] -o <output>`): a grub.cfg
+/// loading the BLS entries, whose `options` change only with the option (see the
+/// module's list).
+pub const GRUB2_MKCONFIG_BLS: &str = grub2_mkconfig_bls!(
+    "  --update-bls-cmdline) bls_cmdline_update=true ;;\n",
+    r#"update=yes; if [ "$GRUB_ENABLE_BLSCFG" = true ] && [ "$bls_cmdline_update" != true ]; then update=no; fi"#
+);
+
+/// grub2-mkconfig of Fedora (`-o <output>`), which has no `--update-bls-cmdline`
+/// and rewrites every BLS entry's `options` at each run (see the module's list).
+pub const GRUB2_MKCONFIG_FEDORA: &str = grub2_mkconfig_bls!("", r#"update=$grubenv"#);
 
 /// The EFI System Partition's `grub.cfg` of RHEL 9+ / Fedora 34+: a stub that finds
 /// the boot partition and loads `/boot/grub2/grub.cfg`; no tool may overwrite it.

@@ -463,6 +463,17 @@ pub fn records_of(node: &Node) -> Vec<String> {
         .collect()
 }
 
+/// The [`record_cases`] of every record `node` holds ([`records_of`]), for each of
+/// `modes`; panics when the node holds none (the corpus would prove nothing).
+pub fn every_record_cases(node: &Node, modes: &[&str]) -> Vec<Case> {
+    let records = records_of(node);
+    assert!(!records.is_empty(), "a configured node keeps records");
+    records
+        .iter()
+        .flat_map(|r| modes.iter().flat_map(|mode| record_cases(r, mode)))
+        .collect()
+}
+
 /// The cases of hostile node metadata (`node-metadata/{labels,packages}.json` in the
 /// copy dir) for `mode`: a FIFO, a link to `/dev/zero`, 2 MiB, garbage, deep nesting.
 /// Node metadata never fails a step by itself: each case must end with `code` (what

@@ -15,7 +15,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub use packages::{Manager, Package};
+pub use packages::{AptLock, HeldLock, Manager, Package};
 pub use skyhook_core;
 
 pub mod bench;
@@ -25,8 +25,10 @@ pub mod figures;
 pub mod hostile;
 pub mod kdumpctl;
 pub mod killpoint;
+pub mod kmod;
 mod limited;
 mod saved;
+pub mod systemd;
 
 pub use limited::Outcome;
 mod packages;

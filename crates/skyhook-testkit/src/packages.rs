@@ -8,8 +8,40 @@
 //! where the packages rely on it: dependencies pulled in and marked automatic,
 //! `--auto-remove` and dnf's removal of unneeded dependencies, `apt-get -s purge`
 //! listing what a purge would take (reverse dependencies included), the dpkg lock and
-//! the apt lists lock (which `apt-get update` does not wait for), a repository whose
-//! key rotated, and dnf on a host without enabled repositories.
+//! the two apt locks apt-get does not wait for, a repository whose key rotated, and
+//! dnf on a host without enabled repositories.
+//!
+//! Models, of `apt-get` with `dpkg-query` (upstream read: Debian's apt 3.1.12,
+//! `apt-pkg/contrib/fileutl.cc` `GetLock`, `apt-pkg/acquire.cc` `pkgAcquire::GetLock`,
+//! `apt-pkg/deb/debsystem.cc` (`DPkg::Lock::Timeout`), `apt-private/private-install.cc`
+//! `InstallPackages`, `apt-pkg/algorithms.cc` (simulation lines); dpkg 1.23.8
+//! `src/query/main.c`):
+//!
+//! - `update` takes the lists lock, `install`, `remove` and `purge` (not `-s`) the
+//!   download directory's lock (`/var/cache/apt/archives/lock`), each for the rest of
+//!   its run; neither is waited for (`DPkg::Lock::Timeout` covers the dpkg locks only):
+//!   held by another process ([`Node::hold_apt_lock`]), the command fails at once, exit
+//!   100, with `E: Could not get lock <file>. It is held by process <pid> (<name>)`,
+//!   the `N: Be aware…` notice and `E: Unable to lock directory <dir>/`.
+//!   [`Node::hold_apt_lists_lock`] makes the next updates fail so, by count.
+//! - The dpkg lock as after `DPkg::Lock::Timeout` ran out ([`Node::hold_dpkg_lock`]):
+//!   `E: Could not get lock /var/lib/dpkg/lock-frontend. It is held by process …`, exit 100.
+//! - `install` of a package no repository offers: `E: Unable to locate package <name>`,
+//!   exit 100, nothing installed.
+//! - `install` pulls in the dependencies not installed, marked automatic;
+//!   `--auto-remove` (and `autoremove`) removes the automatic ones nothing installed
+//!   needs any more; `purge` also runs the package's configuration removal.
+//! - `-s purge|remove` changes nothing and prints `Purg <name> [<version>]` for each
+//!   installed package named and each installed package depending on it.
+//! - `update` with a repository whose key rotated: `W: GPG error: … NO_PUBKEY …` and
+//!   `E: The repository '<url> InRelease' is not signed.`, exit 100.
+//! - `dpkg-query -W -f='${Status}\t${Version}' <name>`: `install ok installed<TAB><version>`;
+//!   not installed, `dpkg-query: no packages found matching <name>` on stderr, exit 1;
+//!   `-f='${Package}\t${Status}\n'` with no name lists every installed package.
+//!
+//! Not modelled: the real locks are `fcntl` record locks (here `flock`, between the
+//! stand-in and the test only), the `config-files` state a `remove` leaves, `Depends`
+//! alternatives and versions, `Recommends`, downloads, `apt-get` asking questions.
 //!
 //! Models, of `dnf`/`yum` with `rpm` (upstream read: rpm-software-management/rpm
 //! `tests/rpmscript.at`, the scriptlet order of an install):
@@ -89,6 +121,31 @@ impl Package {
     }
 }
 
+/// An apt lock that apt-get fails on at once (it waits for the dpkg locks only).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum AptLock {
+    /// `/var/lib/apt/lists/lock`, taken by `apt-get update`.
+    Lists,
+    /// `/var/cache/apt/archives/lock`, taken by `apt-get install`, `remove` and `purge`.
+    Archives,
+}
+
+impl AptLock {
+    /// The lock file's host path.
+    pub fn path(self) -> &'static str {
+        match self {
+            AptLock::Lists => "/var/lib/apt/lists/lock",
+            AptLock::Archives => "/var/cache/apt/archives/lock",
+        }
+    }
+}
+
+/// An apt lock a test holds ([`Node::hold_apt_lock`]), released when dropped.
+#[derive(Debug)]
+pub struct HeldLock {
+    _lock: nix::fcntl::Flock<fs::File>,
+}
+
 /// Which package manager the node has.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Manager {
@@ -133,6 +190,19 @@ autoremove() {
 }
 # Fails while the counter file $1 holds a number above 0, with message $2.
 held() { [ -f "$D/$1" ] || return 1; n=$(cat "$D/$1"); [ "$n" -gt 0 ] || return 1; echo $((n-1)) > "$D/$1"; echo "$2" >&2; return 0; }
+# Takes the apt lock $1 (a host path: the file is $R$1, when it exists) on fd 9 for the rest
+# of the run; when another process holds it, fails as apt does (exit 100), naming the holder
+# the test recorded in $D/<the lock's directory name>.holder.
+apt_lock() {
+  [ -e "$R$1" ] || return 0
+  exec 9<"$R$1"
+  flock -n 9 && return 0
+  dir=${1%/lock}
+  echo "E: Could not get lock $1. It is held by process $(cat "$D/${dir##*/}.holder" 2>/dev/null || echo 1)" >&2
+  echo "N: Be aware that removing the lock file is not a solution and may break your system." >&2
+  echo "E: Unable to lock directory $dir/" >&2
+  exit 100
+}
 "#;
 
 const APT_GET: &str = r#"not_found() { echo "E: Unable to locate package $1" >&2; }
@@ -148,6 +218,7 @@ for a; do
 done
 case "$action" in
   update)
+    apt_lock /var/lib/apt/lists/lock
     holder=$(cat "$D/apt-lists-lock.holder" 2>/dev/null || echo "apt-get")
     if held apt-lists-lock "E: Could not get lock /var/lib/apt/lists/lock. It is held by process 1234 ($holder)"; then
       echo "E: Unable to lock directory /var/lib/apt/lists/" >&2; exit 100; fi
@@ -156,8 +227,9 @@ case "$action" in
       echo "W: GPG error: $url InRelease: The following signatures couldn't be verified because the public key is not available: NO_PUBKEY A4B469963BF863CC" >&2
       echo "E: The repository '$url InRelease' is not signed." >&2; exit 100; fi
     echo "Reading package lists... Done" ;;
-  install) install_all $pkgs ;;
+  install) apt_lock /var/cache/apt/archives/lock; install_all $pkgs ;;
   purge|remove)
+    if [ $sim = 0 ]; then apt_lock /var/cache/apt/archives/lock; fi
     if [ $sim = 1 ]; then
       for p in $pkgs; do if installed "$p"; then echo "Purg $p [$(cat "$P/$p")]"; fi
         for r in $(rdeps "$p"); do echo " $pkgs " | grep -q " $r " || echo "Purg $r [$(cat "$P/$r")]"; done; done
@@ -272,6 +344,36 @@ impl Node {
         self.counter("apt-lists-lock", calls)
     }
 
+    /// Holds `lock` (its file created on the host root, as apt leaves it) until the
+    /// guard is dropped: meanwhile the apt-get commands that take it fail at once with
+    /// apt's message naming this test process and `holder` (the process name apt
+    /// reports, e.g. `unattended-upgr`), as on a node where apt-daily runs.
+    pub fn hold_apt_lock(&self, lock: AptLock, holder: &str) -> HeldLock {
+        let path = self.path(lock.path());
+        fs::create_dir_all(path.parent().expect("a directory")).expect("lock directory");
+        let dir = lock
+            .path()
+            .trim_end_matches("/lock")
+            .rsplit('/')
+            .next()
+            .expect("a name");
+        fs::write(
+            self.commands_dir().join(format!("{dir}.holder")),
+            format!("{} ({holder})", std::process::id()),
+        )
+        .expect("write holder");
+        let file = fs::OpenOptions::new()
+            .create(true)
+            .truncate(false)
+            .write(true)
+            .open(&path)
+            .expect("open the lock file");
+        let lock = nix::fcntl::Flock::lock(file, nix::fcntl::FlockArg::LockExclusiveNonblock)
+            .map_err(|(_, e)| e)
+            .expect("take the lock");
+        HeldLock { _lock: lock }
+    }
+
     /// `apt-get update` fails on the third-party repository `url` (its signing key
     /// rotated); every other repository refreshes.
     pub fn break_apt_repository(&self, url: &str) -> &Self {
@@ -372,6 +474,84 @@ mod tests {
             run(&node, "apt-get", &["install", "-y", "tuned"]).0,
             "installs from the other repositories"
         );
+    }
+
+    #[test]
+    fn apt_fails_at_once_on_the_download_directory_lock_and_names_its_holder() {
+        let node = node(Manager::Apt);
+        let held = node.hold_apt_lock(AptLock::Archives, "unattended-upgr");
+        let me = std::process::id();
+        for args in [&["install", "-y", "tuned"][..], &["purge", "-y", "tuned"]] {
+            let (ok, _, err) = run(&node, "apt-get", args);
+            assert!(!ok, "{args:?}");
+            assert!(
+                err.contains(&format!(
+                    "E: Could not get lock /var/cache/apt/archives/lock. It is held by process {me} (unattended-upgr)"
+                )) && err.contains("E: Unable to lock directory /var/cache/apt/archives/"),
+                "{args:?}: {err}"
+            );
+        }
+        assert_eq!(node.package_version("tuned"), None, "nothing installed");
+        assert!(run(&node, "apt-get", &["update"]).0, "update takes the lists lock only");
+        assert!(
+            run(&node, "apt-get", &["-s", "purge", "tuned"]).0,
+            "a simulation takes no lock"
+        );
+        drop(held);
+        assert!(run(&node, "apt-get", &["install", "-y", "tuned"]).0, "released");
+        assert_eq!(node.package_version("tuned").as_deref(), Some("2.21.0-1"));
+    }
+
+    #[test]
+    fn apt_holds_its_lock_while_it_runs() {
+        let node = node(Manager::Apt);
+        drop(node.hold_apt_lock(AptLock::Archives, "apt-get"));
+        node.offer_package(&Package::new("slow", "1").on_install("sleep 1"));
+        let mut first = Command::new(node.commands_dir().join("apt-get"))
+            .args(["install", "-y", "slow"])
+            .env("SKYHOOK_HOST_ROOT", node.root())
+            .spawn()
+            .unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        let (ok, _, err) = run(&node, "apt-get", &["install", "-y", "tuned"]);
+        assert!(first.wait().unwrap().success());
+        assert!(
+            !ok && err.contains("Could not get lock /var/cache/apt/archives/lock"),
+            "{err}"
+        );
+    }
+
+    #[test]
+    fn apt_update_fails_at_once_on_the_held_lists_lock_file() {
+        let node = node(Manager::Apt);
+        let held = node.hold_apt_lock(AptLock::Lists, "apt-get");
+        let (ok, _, err) = run(&node, "apt-get", &["update"]);
+        assert!(
+            !ok && err.contains("Could not get lock /var/lib/apt/lists/lock. It is held by process")
+                && err.contains("E: Unable to lock directory /var/lib/apt/lists/"),
+            "{err}"
+        );
+        assert!(
+            run(&node, "apt-get", &["install", "-y", "tuned"]).0,
+            "install takes the other lock"
+        );
+        drop(held);
+        assert!(run(&node, "apt-get", &["update"]).0);
+    }
+
+    #[test]
+    fn apt_fails_on_the_dpkg_lock_and_on_an_unknown_package() {
+        let node = node(Manager::Apt);
+        node.hold_dpkg_lock(1);
+        let (ok, _, err) = run(&node, "apt-get", &["install", "-y", "tuned"]);
+        assert!(
+            !ok && err.contains("Could not get lock /var/lib/dpkg/lock-frontend"),
+            "{err}"
+        );
+        assert_eq!(node.package_version("tuned"), None);
+        let (ok, _, err) = run(&node, "apt-get", &["install", "-y", "tuned", "tunedx"]);
+        assert!(!ok && err.contains("E: Unable to locate package tunedx"), "{err}");
+        assert_eq!(node.package_version("tuned"), None, "nothing of the transaction");
     }
 
     #[test]

@@ -3,7 +3,9 @@
 //! behaviour listed in `skyhook_testkit::boot_tools`.
 
 use skyhook_testkit::Node;
-use skyhook_testkit::boot_tools::{GRUBBY, GRUBBY_C, add_kernel_entry, bls_entry, bls_options};
+use skyhook_testkit::boot_tools::{
+    EFI_STUB, GRUB2_MKCONFIG_BLS, GRUB2_MKCONFIG_FEDORA, GRUBBY, GRUBBY_C, add_kernel_entry, bls_entry, bls_options,
+};
 
 const A: &str = "/boot/loader/entries/m-5.14.0-427.el9.x86_64.conf";
 const B: &str = "/boot/loader/entries/m-5.14.0-70.el9.x86_64.conf";
@@ -223,4 +225,156 @@ fn bls_all_writes_no_kernel_cmdline_without_etc_kernel() {
     grubby(&n, &["--update-kernel=ALL", "--args=x=1"]);
     assert!(!n.exists("/etc/kernel/cmdline"));
     assert!(bls_options(&n, A).ends_with(" x=1"), "the entries are still updated");
+}
+
+/// A RHEL 9.4 node with two BLS entries (one a debug kernel), GRUB defaults with
+/// `GRUB_ENABLE_BLSCFG=true`, grub2-mkconfig `program`.
+fn mkconfig_node(program: &str) -> Node {
+    let n = Node::new("/bin/true");
+    n.stand_in("grub2-mkconfig", program)
+        .file(
+            "/etc/os-release",
+            skyhook_testkit::skyhook_core::os::distro::fixtures::RHEL_9,
+        )
+        .file(A, bls_entry("5.14.0-427.el9.x86_64", "root=/dev/x ro  custom"))
+        .file(DEBUG, bls_entry("5.14.0-427.el9.x86_64+debug", "root=/dev/x ro"))
+        .file(
+            "/etc/default/grub",
+            "GRUB_CMDLINE_LINUX=\"crashkernel=auto  rhgb\"\nGRUB_CMDLINE_LINUX_DEBUG=\"debug\"\nGRUB_ENABLE_BLSCFG=true\n",
+        );
+    n
+}
+
+const DEBUG: &str = "/boot/loader/entries/m-5.14.0-427.el9.x86_64+debug.conf";
+/// What `update_bls_cmdline` makes of [`mkconfig_node`]'s defaults: one string, spacing kept.
+const FROM_DEFAULTS: &str = "root=/dev/mapper/rl-root ro crashkernel=auto  rhgb ";
+
+#[test]
+fn mkconfig_writes_a_grub_cfg_loading_the_bls_entries_from_the_sourced_defaults() {
+    for program in [GRUB2_MKCONFIG_BLS, GRUB2_MKCONFIG_FEDORA] {
+        let n = mkconfig_node(program);
+        n.run_stand_in("grub2-mkconfig", &["--output=/boot/grub2/grub.cfg"])
+            .expect_code(0);
+        let cfg = n.read("/boot/grub2/grub.cfg").unwrap();
+        assert!(
+            cfg.contains(&format!("set kernelopts=\"{FROM_DEFAULTS}\"")) && cfg.contains("\ninsmod blscfg\nblscfg\n"),
+            "{cfg}"
+        );
+    }
+}
+
+#[test]
+fn rhel_mkconfig_updates_the_bls_command_line_only_when_asked() {
+    let n = mkconfig_node(GRUB2_MKCONFIG_BLS);
+    n.run_stand_in("grub2-mkconfig", &["-o", "/boot/grub2/grub.cfg"])
+        .expect_code(0);
+    assert_eq!(bls_options(&n, A), "root=/dev/x ro  custom", "left alone");
+    n.run_stand_in(
+        "grub2-mkconfig",
+        &["--update-bls-cmdline", "-o", "/boot/grub2/grub.cfg"],
+    )
+    .expect_code(0);
+    assert_eq!(bls_options(&n, A), FROM_DEFAULTS, "every entry from the defaults");
+    assert_eq!(
+        bls_options(&n, DEBUG),
+        format!("{FROM_DEFAULTS} debug"),
+        "a debug entry also gets GRUB_CMDLINE_LINUX_DEBUG"
+    );
+    // Without GRUB_ENABLE_BLSCFG=true in the defaults, every run updates.
+    let n = mkconfig_node(GRUB2_MKCONFIG_BLS);
+    n.file("/etc/default/grub", "GRUB_CMDLINE_LINUX=\"quiet\"\n");
+    n.run_stand_in("grub2-mkconfig", &["-o", "/boot/grub2/grub.cfg"])
+        .expect_code(0);
+    assert_eq!(bls_options(&n, A), "root=/dev/mapper/rl-root ro quiet ");
+}
+
+#[test]
+fn fedora_mkconfig_updates_at_every_run_and_has_no_update_bls_cmdline() {
+    let n = mkconfig_node(GRUB2_MKCONFIG_FEDORA);
+    n.run_stand_in("grub2-mkconfig", &["--no-grubenv-update", "-o", "/boot/grub2/grub.cfg"])
+        .expect_code(0);
+    assert_eq!(
+        bls_options(&n, A),
+        "root=/dev/x ro  custom",
+        "--no-grubenv-update: left alone"
+    );
+    n.run_stand_in("grub2-mkconfig", &["-o", "/boot/grub2/grub.cfg"])
+        .expect_code(0);
+    assert_eq!(bls_options(&n, A), FROM_DEFAULTS);
+    let before = n.snapshot();
+    n.run_stand_in(
+        "grub2-mkconfig",
+        &["--update-bls-cmdline", "-o", "/boot/grub2/grub.cfg"],
+    )
+    .expect_code(1)
+    .expect_output("Unrecognized option `--update-bls-cmdline'");
+    before.assert_same(&n.snapshot());
+    assert!(
+        !GRUB2_MKCONFIG_FEDORA.contains("--update-bls-cmdline"),
+        "skyhook-core reads the program for the option's name"
+    );
+}
+
+#[test]
+fn mkconfig_refuses_unknown_options_and_the_efi_vendor_file_of_the_os() {
+    let n = mkconfig_node(GRUB2_MKCONFIG_BLS);
+    let before = n.snapshot();
+    n.run_stand_in("grub2-mkconfig", &["--bogus", "-o", "/boot/grub2/grub.cfg"])
+        .expect_code(1)
+        .expect_output("Unrecognized option `--bogus'");
+    // ID=rhel reads as the vendor directory redhat.
+    n.file("/boot/efi/EFI/redhat/grub.cfg", EFI_STUB);
+    let before_stub = n.snapshot();
+    n.run_stand_in("grub2-mkconfig", &["-o", "/boot/efi/EFI/redhat/grub.cfg"])
+        .expect_code(1)
+        .expect_output("Running `grub2-mkconfig -o /boot/efi/EFI/redhat/grub.cfg' will overwrite the GRUB wrapper.")
+        .expect_output("Please run `grub2-mkconfig -o /boot/grub2/grub.cfg' instead to update grub.cfg.")
+        .expect_output("GRUB configuration file was not updated.");
+    before_stub.assert_same(&n.snapshot());
+    assert_ne!(before.0.len(), before_stub.0.len());
+    // An empty vendor file, or another vendor's, is written.
+    n.file("/boot/efi/EFI/redhat/grub.cfg", "");
+    n.run_stand_in("grub2-mkconfig", &["-o", "/boot/efi/EFI/redhat/grub.cfg"])
+        .expect_code(0);
+    n.file("/boot/efi/EFI/rocky/grub.cfg", EFI_STUB);
+    n.run_stand_in("grub2-mkconfig", &["-o", "/boot/efi/EFI/rocky/grub.cfg"])
+        .expect_code(0);
+    assert!(n.read("/boot/efi/EFI/rocky/grub.cfg").unwrap().contains("blscfg"));
+}
+
+#[test]
+fn mkconfig_writes_kernel_cmdline_when_missing_or_older_than_the_defaults() {
+    let n = mkconfig_node(GRUB2_MKCONFIG_FEDORA);
+    n.run_stand_in("grub2-mkconfig", &["-o", "/boot/grub2/grub.cfg"])
+        .expect_code(0);
+    assert!(!n.exists("/etc/kernel/cmdline"), "no /etc/kernel: no file");
+    std::fs::create_dir_all(n.path("/etc/kernel")).unwrap();
+    n.run_stand_in("grub2-mkconfig", &["-o", "/boot/grub2/grub.cfg"])
+        .expect_code(0);
+    assert_eq!(n.read("/etc/kernel/cmdline").unwrap(), format!("{FROM_DEFAULTS}\n"));
+    // Newer than the defaults: kept.
+    n.file("/etc/kernel/cmdline", "mine\n");
+    n.run_stand_in("grub2-mkconfig", &["-o", "/boot/grub2/grub.cfg"])
+        .expect_code(0);
+    assert_eq!(n.read("/etc/kernel/cmdline").unwrap(), "mine\n");
+    // Older: rewritten.
+    let old = std::time::SystemTime::now() - std::time::Duration::from_secs(3600);
+    std::fs::File::options()
+        .write(true)
+        .open(n.path("/etc/kernel/cmdline"))
+        .unwrap()
+        .set_modified(old)
+        .unwrap();
+    n.run_stand_in("grub2-mkconfig", &["-o", "/boot/grub2/grub.cfg"])
+        .expect_code(0);
+    assert_eq!(n.read("/etc/kernel/cmdline").unwrap(), format!("{FROM_DEFAULTS}\n"));
+}
+
+#[test]
+fn mkconfig_leaves_the_entries_of_an_ostree_host_alone() {
+    let n = mkconfig_node(GRUB2_MKCONFIG_FEDORA);
+    n.file("/run/ostree-booted", "");
+    n.run_stand_in("grub2-mkconfig", &["-o", "/boot/grub2/grub.cfg"])
+        .expect_code(0);
+    assert_eq!(bls_options(&n, A), "root=/dev/x ro  custom");
 }

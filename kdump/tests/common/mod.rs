@@ -131,6 +131,12 @@ pub const RHEL8_KDUMP_CONF: &str = "# This file contains a series of commands to
 /// Memory of the simulated nodes: 64 GiB.
 pub const MEM_KB: u64 = 64 * 1024 * 1024;
 
+/// The `systemctl` stand-in, with unit state under `systemd/` of the commands
+/// directory: `enable`/`disable` and `is-enabled` (`enabled` exit 0, `disabled`
+/// exit 1), `start`/`restart` (each logged in `<unit>.starts`), `stop` and
+/// `is-active` (`active` exit 0, `inactive` exit 3), as systemctl answers for an
+/// installed unit; `daemon-reload` succeeds; any other verb fails. Not modelled: units
+/// that are not installed, jobs that fail.
 const SYSTEMCTL: &str = r#"D=$(dirname "$0"); S="$D/systemd"; mkdir -p "$S"
 cmd="$1"; shift
 unit="${1%.service}"

@@ -2,8 +2,10 @@
 //! What the host steps changed, kept outside the copy dir
 //! (`/var/lib/skyhook-packages/nvidia-tuned-host-steps/<name>/state.json`): each file
 //! a step wrote or had written, with its original (absent, or its bytes and mode), the
-//! directories created for them, the units enabled, and whether the boot
-//! configuration still has to be regenerated. Every entry is saved *before* the change
+//! directories created for them, the units enabled, whether the boot configuration
+//! still has to be regenerated (for these steps' drop-ins and for the services' GRUB
+//! drop-ins, [`crate::grub`]) and what GRUB was last generated from for the services'
+//! drop-ins ([`BootInputs`]). Every entry is saved *before* the change
 //! it covers, so a killed run, its rerun and uninstall (with or without the configMap)
 //! know what may have been left, and giving a file back restores it byte for byte.
 
@@ -40,11 +42,31 @@ pub struct Changes {
     pub units: BTreeSet<String>,
     /// Whether a GRUB drop-in changed since the boot configuration was regenerated.
     pub regenerate: bool,
+    /// What the boot configuration was last generated from while a service's GRUB
+    /// drop-in (eks, aks, rke2) was deployed; `None` otherwise.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub grub: Option<BootInputs>,
+}
+
+/// What a service's GRUB drop-ins hand to GRUB when it is generated: the arguments
+/// tuned writes to `/etc/tuned/bootcmdline`, as the chain asks them and as tuned wrote
+/// them. A difference from what the record holds means GRUB is to be regenerated.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
+pub struct BootInputs {
+    /// The `[bootloader]` options of the chain's profiles (`<profile> [section] option=value`).
+    pub args: Vec<String>,
+    /// `/etc/tuned/bootcmdline` as it was (`None`: absent).
+    pub bootcmdline: Option<String>,
 }
 
 impl Record for Changes {
     fn is_empty(&self) -> bool {
-        self.files.is_empty() && self.dirs.is_empty() && self.units.is_empty() && !self.regenerate
+        self.files.is_empty()
+            && self.dirs.is_empty()
+            && self.units.is_empty()
+            && !self.regenerate
+            && self.grub.is_none()
     }
 }
 
@@ -172,6 +194,13 @@ impl<'h> Ledger<'h> {
     /// Records that the boot configuration was regenerated.
     pub fn regenerated(&mut self) -> Result<()> {
         self.changes.regenerate = false;
+        self.save()
+    }
+
+    /// Records what GRUB was generated from for the services' drop-ins, and saves (a
+    /// record left empty is cleared, also where a killed run's clear was cut short).
+    pub fn set_grub(&mut self, inputs: Option<BootInputs>) -> Result<()> {
+        self.changes.grub = inputs;
         self.save()
     }
 }

@@ -2,9 +2,10 @@
 //! The environment variables of the host steps, as upstream's SCRs set them in the
 //! package's `env`: `TOPO_PATH` (where the NCCL topology file goes, default
 //! `/etc/nccl/topo.xml`), `CONFIGURE_PCIE_ACS` (default on) and
-//! `CONFIGURE_IOMMU_PASSTHROUGH` (default `auto`). Read once, every problem listed,
-//! before any change; a value the original would have read as "on" by accident (a
-//! typo) is refused here, naming the variable and an excerpt.
+//! `CONFIGURE_IOMMU_PASSTHROUGH` (default `auto`); and `CONFIGURE_BOOTLOADER` (default
+//! on), the switch of rke2's GRUB drop-in ([`configure_bootloader`]). Read once, every
+//! problem listed, before any change; a value the original would have read as "on" by
+//! accident (a typo) is refused here, naming the variable and an excerpt.
 
 use std::ffi::OsString;
 use std::path::{Component, Path, PathBuf};
@@ -24,6 +25,10 @@ pub const CONFIGURE_IOMMU_PASSTHROUGH: &str = "CONFIGURE_IOMMU_PASSTHROUGH";
 pub const RAIL_GLOB: &str = "RAIL_GLOB";
 /// The default of [`RAIL_GLOB`]: the names mlx5_ib gives bonds under hardware LAG.
 pub const DEFAULT_RAIL_GLOB: &str = "mlx5_bond_*";
+
+/// Switches rke2's GRUB drop-in and its regeneration off (`false`), as upstream's
+/// configure_bootloader step reads it.
+pub const CONFIGURE_BOOTLOADER: &str = "CONFIGURE_BOOTLOADER";
 
 /// The longest `TOPO_PATH` accepted (PATH_MAX).
 const PATH_MAX: usize = 4096;
@@ -128,6 +133,23 @@ impl Switches {
     }
 }
 
+/// Whether [`CONFIGURE_BOOTLOADER`] leaves rke2's GRUB drop-in on (the default, also
+/// when blank), read through `var_os`; a value that is not a switch, or not UTF-8, is
+/// bad input naming the variable (upstream read a typo as "on").
+pub fn configure_bootloader(var_os: impl Fn(&str) -> Option<OsString>) -> Result<bool> {
+    let Some(raw) = var_os(CONFIGURE_BOOTLOADER) else {
+        return Ok(true);
+    };
+    let value = raw
+        .to_str()
+        .map_or_else(|| format!("\0{}", raw.to_string_lossy()), str::to_string);
+    match flag(&value) {
+        Flag::Empty | Flag::On => Ok(true),
+        Flag::Off => Ok(false),
+        Flag::Auto | Flag::Other => Err(Error::Input(vec![bad(CONFIGURE_BOOTLOADER, &value, "true or false")])),
+    }
+}
+
 /// A switch's value, as [`flag`] reads it.
 pub(crate) enum Flag {
     /// Blank.
@@ -215,6 +237,32 @@ mod tests {
             read(&[(CONFIGURE_IOMMU_PASSTHROUGH, "0")]).unwrap().iommu,
             IommuPolicy::Never
         );
+    }
+
+    #[test]
+    fn configure_bootloader_is_on_unless_switched_off_and_refuses_anything_else() {
+        let read = |v: Option<&str>| configure_bootloader(|_| v.map(OsString::from));
+        for (value, on) in [
+            (None, true),
+            (Some(""), true),
+            (Some(" TRUE "), true),
+            (Some("off"), false),
+            (Some("0"), false),
+        ] {
+            assert_eq!(read(value).unwrap(), on, "{value:?}");
+        }
+        for value in ["flase", "auto", "yes please"] {
+            let e = read(Some(value)).unwrap_err();
+            assert_eq!(e.exit_code(), 2);
+            let msg = e.to_string();
+            assert!(
+                msg.contains(CONFIGURE_BOOTLOADER) && msg.contains(value) && msg.contains("true or false"),
+                "{msg}"
+            );
+        }
+        use std::os::unix::ffi::OsStringExt;
+        let e = configure_bootloader(|_| Some(OsString::from_vec(b"of\xff".to_vec()))).unwrap_err();
+        assert!(e.to_string().contains("not UTF-8"), "{e}");
     }
 
     #[test]

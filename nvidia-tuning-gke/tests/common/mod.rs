@@ -44,6 +44,10 @@ pub const CFS_KEYS: [(&str, &str); 2] = [
 pub const COS_125: &str = "NAME=\"Container-Optimized OS\"\nID=cos\nPRETTY_NAME=\"Container-Optimized OS from Google\"\n\
 HOME_URL=\"https://cloud.google.com/container-optimized-os/docs\"\nVERSION=125\nVERSION_ID=125\nBUILD_ID=19216.0.94\n";
 
+/// The `systemctl` stand-in: `show … --property=MainPID --value <unit>` prints the
+/// unit's main PID (from `mainpid-<unit>` in the commands directory; `0`, as systemctl
+/// prints for a unit not running, without it); every other verb (`daemon-reload`,
+/// `restart`, …) succeeds silently and is only logged.
 const SYSTEMCTL: &str = r#"case "$1" in
   show) for unit; do :; done; cat "$(dirname "$0")/mainpid-$unit" 2>/dev/null || echo 0 ;;
   *) : ;;
@@ -149,7 +153,7 @@ pub fn sysctl_file() -> String {
 
 /// Our containerd drop-in.
 pub fn containerd_dropin() -> String {
-    format!("/etc/systemd/system/containerd.service.d/999-{NAME}-tuning.conf")
+    format!("/etc/systemd/system/containerd.service.d/zz-skyhook-{NAME}-tuning.conf")
 }
 
 /// Our state file.

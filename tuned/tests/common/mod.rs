@@ -137,36 +137,92 @@ pub fn tuned_sh(version: &str) -> String {
     format!("echo 'tuned {version}'")
 }
 
-/// The `tuned-adm` stand-in: `profile` records the profile as tuned does, `active`
-/// reports it, `list` lists the profiles in the directories tuned was built with
-/// (or those `profile_dirs` in tuned-main.conf sets, from tuned 2.23 on), `verify`
-/// passes or fails.
+/// The `tuned-adm` stand-in. Models tuned-adm of tuned 2.28.0
+/// (redhat-performance/tuned at 2bfa442, `tuned/admin/admin.py`, `tuned-adm.py`; read
+/// for this model), the daemon answering over D-Bus:
+///
+/// - `list`: `Available profiles:`, then one line per profile of the directories
+///   tuned was built with (or those `profile_dirs` in tuned-main.conf sets, from
+///   tuned 2.23 on), sorted: `- <name>` padded to 30 columns then `- <summary>`
+///   (the `summary=` of its `tuned.conf`), `- <name>` alone without a summary; then
+///   the active profile's line as `active` prints it.
+/// - `profile <name>…`: a name no directory holds fails with `Unable to switch
+///   profile: Requested profile '<names>' doesn't exist.` (exit 1, nothing changed);
+///   otherwise the names, space-separated, become `/etc/tuned/active_profile` and
+///   `profile_mode` is `manual`.
+/// - `active`: `Current active profile: <names>` (exit 0) while tuned runs (its pid
+///   file); with tuned stopped, `It seems that tuned daemon is not running, preset
+///   profile is not activated.` and `Preset profile: <names>` (exit 0); no profile:
+///   `No current active profile.` (exit 1).
+/// - `verify`: `Verification succeeded, current system settings match the preset
+///   profile.` (exit 0) or, when `verify_passes` is false, `Verification failed, …`
+///   with tuned's advice (restart tuned, or reboot for the bootloader plugin) (exit 1);
+///   both end with `See TuneD log file ('/var/log/tuned/tuned.log') for details.`
+///
+/// Not modelled: applying a profile's settings, the daemon's log, `--async`,
+/// `off`, `recommend`, `auto_profile`, `profile_info`, the no-daemon fallback.
 pub fn tuned_adm_sh(verify_passes: bool) -> String {
     let verify = if verify_passes {
         "echo 'Verification succeeded, current system settings match the preset profile.'"
     } else {
         "echo 'Verification failed, current system settings differ from the preset profile.'; \
-         echo \"See TuneD log file ('/var/log/tuned/tuned.log') for details.\"; exit 1"
+         echo 'You can mostly fix this by restarting the TuneD daemon, e.g.:'; echo '  systemctl restart tuned'; \
+         echo 'or'; echo '  service tuned restart'; \
+         echo 'Sometimes (if some plugins like bootloader are used) a reboot may be required.'; rc=1"
     };
     format!(
-        "R=\"$SKYHOOK_HOST_ROOT\"; D=$(dirname \"$0\")
+        "R=\"$SKYHOOK_HOST_ROOT\"; D=$(dirname \"$0\"); T=$(printf '\\t')
+dirs=$(cat \"$D/tuned-dirs\")
+if [ -f \"$D/tuned-profile-dirs-option\" ]; then
+  pd=$(sed -n 's/#.*//; s/^[[:space:]]*profile_dirs[[:space:]]*=//p' \"$R/etc/tuned/tuned-main.conf\" 2>/dev/null | tr ',;' '  ')
+  [ -n \"$pd\" ] && dirs=\"$pd\"
+fi
+active() {{
+  if [ -s \"$R/etc/tuned/active_profile\" ]; then
+    if [ -e \"$R/run/tuned/tuned.pid\" ]; then echo \"Current active profile: $(cat \"$R/etc/tuned/active_profile\")\"
+    else echo 'It seems that tuned daemon is not running, preset profile is not activated.'; echo \"Preset profile: $(cat \"$R/etc/tuned/active_profile\")\"; fi
+  else echo 'No current active profile.'; return 1; fi
+}}
 case \"$1\" in
-  list) echo 'Available profiles:'; dirs=$(cat \"$D/tuned-dirs\")
-        if [ -f \"$D/tuned-profile-dirs-option\" ]; then
-          pd=$(sed -n 's/#.*//; s/^[[:space:]]*profile_dirs[[:space:]]*=//p' \"$R/etc/tuned/tuned-main.conf\" 2>/dev/null | tr ',;' '  ')
-          [ -n \"$pd\" ] && dirs=\"$pd\"
-        fi
-        for d in $dirs; do for f in \"$R$d\"/*/tuned.conf; do [ -f \"$f\" ] && echo \"- $(basename \"$(dirname \"$f\")\")\"; done; done | sort -u ;;
-  profile) shift; echo \"$*\" > \"$R/etc/tuned/active_profile\"; echo manual > \"$R/etc/tuned/profile_mode\" ;;
-  active) if [ -s \"$R/etc/tuned/active_profile\" ]; then echo \"Current active profile: $(cat \"$R/etc/tuned/active_profile\")\"; else echo 'No current active profile.'; exit 1; fi ;;
-  verify) {verify} ;;
+  list) echo 'Available profiles:'
+        for d in $dirs; do for f in \"$R$d\"/*/tuned.conf; do [ -f \"$f\" ] || continue
+          printf '%s\\t%s\\n' \"$(basename \"$(dirname \"$f\")\")\" \"$(sed -n 's/^summary=//p' \"$f\" | head -n 1)\"
+        done; done | sort -t \"$T\" -k1,1 -u | while IFS=\"$T\" read -r n s; do
+          if [ -n \"$s\" ]; then printf '%-30s- %s\\n' \"- $n\" \"$s\"; else echo \"- $n\"; fi
+        done
+        active || true ;;
+  profile) shift
+        for n; do found=0; for d in $dirs; do [ -f \"$R$d/$n/tuned.conf\" ] && found=1; done
+          if [ $found = 0 ]; then echo \"Unable to switch profile: Requested profile '$*' doesn't exist.\" >&2; exit 1; fi
+        done
+        echo \"$*\" > \"$R/etc/tuned/active_profile\"; echo manual > \"$R/etc/tuned/profile_mode\" ;;
+  active) active ;;
+  verify) rc=0; {verify}; echo \"See TuneD log file ('/var/log/tuned/tuned.log') for details.\"; exit $rc ;;
   *) echo \"unexpected tuned-adm $*\" >&2; exit 2 ;;
 esac"
     )
 }
 
 /// The `systemctl` stand-in: enablement is the wants link, activity tuned's pid file
-/// (another unit's: a marker under `/run/stand-in-units`, see [`runtime_unit`]).
+/// (another unit's: a marker under `/run/stand-in-units`, see [`runtime_unit`]); the
+/// tuned unit file exists while the tuned package is installed (`/usr/sbin/tuned`).
+/// Models systemctl of systemd 253+ (systemd/systemd `src/systemctl/`
+/// `systemctl-start-unit.c`, `systemctl-is-active.c`, `systemctl-is-enabled.c`, as
+/// read on main; systemd 255 is Ubuntu 24.04's):
+///
+/// - `enable <unit>`: the `multi-user.target.wants` link; without the unit file,
+///   `Failed to enable unit: Unit file <unit>.service does not exist.` (exit 1).
+/// - `disable`: the link removed.
+/// - `start`, `restart`: the unit runs; without the unit file, `Failed to start
+///   <unit>.service: Unit <unit>.service not found.` (exit 5).
+/// - `stop`: the unit no longer runs.
+/// - `is-enabled`: `enabled` (exit 0) or `disabled` (exit 1); without the unit file
+///   `not-found` (exit 4; systemd 252 and older print an error and exit 1).
+/// - `is-active`: `active` (exit 0) or `inactive` (exit 3; without the unit file
+///   exit 4, systemd 252 and older 3).
+///
+/// Not modelled: `[Install]` sections other than `WantedBy=multi-user.target`,
+/// `daemon-reload`, jobs that fail, `show`, masking.
 pub const SYSTEMCTL_SH: &str = "R=\"$SKYHOOK_HOST_ROOT\"; W=\"$R/etc/systemd/system/multi-user.target.wants\"
 case \"$1\" in
   enable) [ -e \"$R/usr/sbin/tuned\" ] || { echo \"Failed to enable unit: Unit file $2.service does not exist.\" >&2; exit 1; }
@@ -177,9 +233,11 @@ case \"$1\" in
   restart) [ -e \"$R/usr/sbin/tuned\" ] || { echo \"Failed to restart $2.service: Unit $2.service not found.\" >&2; exit 5; }
          mkdir -p \"$R/run/tuned\"; echo 4242 > \"$R/run/tuned/tuned.pid\" ;;
   stop) rm -f \"$R/run/tuned/tuned.pid\" ;;
-  is-enabled) if [ -L \"$W/$2.service\" ]; then echo enabled; else echo disabled; exit 1; fi ;;
+  is-enabled) if [ -L \"$W/$2.service\" ]; then echo enabled
+      elif [ \"${2%.service}\" = tuned ] && [ ! -e \"$R/usr/sbin/tuned\" ]; then echo not-found; exit 4
+      else echo disabled; exit 1; fi ;;
   is-active) case \"$2\" in
-      tuned|tuned.service) A=\"$R/run/tuned/tuned.pid\" ;;
+      tuned|tuned.service) A=\"$R/run/tuned/tuned.pid\"; [ -e \"$R/usr/sbin/tuned\" ] || { echo inactive; exit 4; } ;;
       *) A=\"$R/run/stand-in-units/${2%.service}.active\" ;;
     esac
     if [ -e \"$A\" ]; then echo active; else echo inactive; exit 3; fi ;;

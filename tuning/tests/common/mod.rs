@@ -13,6 +13,7 @@ use std::time::SystemTime;
 pub use skyhook_testkit::{Node, Run};
 
 pub mod bash;
+pub mod v2_0;
 
 /// The package name in the SCR.
 pub const NAME: &str = "gpu";
@@ -52,6 +53,10 @@ printf 'menuentry "Ubuntu" {\n\tlinux\t/boot/vmlinuz root=UUID=1 ro %s %s\n}\n' 
 echo "Generating grub configuration file ..." >&2
 "#;
 
+/// The `systemctl` stand-in: `show … --property=MainPID --value <unit>` prints the
+/// unit's main PID (from `mainpid-<unit>` in the commands directory; `0`, as systemctl
+/// prints for a unit not running, without it); every other verb (`daemon-reload`,
+/// `restart`, …) succeeds silently and is only logged.
 const SYSTEMCTL: &str = r#"case "$1" in
   show) for unit; do :; done; cat "$(dirname "$0")/mainpid-$unit" 2>/dev/null || echo 0 ;;
   *) : ;;
@@ -234,13 +239,13 @@ pub fn sysctl_file() -> String {
 }
 /// Our limits file.
 pub fn limits_file() -> String {
-    format!("/etc/security/limits.d/999-{NAME}-tuning.conf")
+    format!("/etc/security/limits.d/zz-skyhook-{NAME}-tuning.conf")
 }
 /// Our containerd drop-in.
 pub fn containerd_dropin() -> String {
-    format!("/etc/systemd/system/containerd.service.d/999-{NAME}-tuning.conf")
+    format!("/etc/systemd/system/containerd.service.d/zz-skyhook-{NAME}-tuning.conf")
 }
 /// Our GRUB drop-in.
 pub fn grub_file() -> String {
-    format!("/etc/default/grub.d/999-{NAME}-tuning.cfg")
+    format!("/etc/default/grub.d/zz-skyhook-{NAME}-tuning.cfg")
 }

@@ -255,6 +255,7 @@ impl Dir {
             let mut file = File::from(fd);
             file.write_all(content)?;
             nix::sys::stat::fchmod(file.as_fd(), Mode::from_bits_truncate(mode))?;
+            self.keep_label(name, &file)?;
             file.sync_all()?;
             self.replace(&temp, name)
         })();
@@ -262,6 +263,23 @@ impl Dir {
             let _ = nix::unistd::unlinkat(self.fd.as_fd(), temp.as_os_str(), UnlinkatFlags::NoRemoveDir);
         }
         result
+    }
+
+    /// Gives `successor` the SELinux label (`security.selinux`) of the regular file
+    /// `name` it is about to replace, so a rename keeps a file's type
+    /// (`/etc/kdump.conf` stays `kdump_etc_t`, not its directory's `etc_t`). Nothing
+    /// when `name` is absent or unlabelled, or the file system keeps no labels.
+    fn keep_label(&self, name: &OsStr, successor: &File) -> io::Result<()> {
+        let flags = OFlag::O_RDONLY | OFlag::O_NOFOLLOW | OFlag::O_CLOEXEC | OFlag::O_NONBLOCK;
+        let replaced = match nix::fcntl::openat(self.fd.as_fd(), name, flags, Mode::empty()) {
+            Ok(fd) => File::from(fd),
+            Err(Errno::ENOENT | Errno::ELOOP) => return Ok(()),
+            Err(e) => return Err(e.into()),
+        };
+        let Some(label) = xattr::get(&replaced, xattr::SELINUX)? else {
+            return Ok(());
+        };
+        xattr::set(successor, xattr::SELINUX, &label)
     }
 
     /// Makes `name` a symbolic link to `target`, replacing what was there atomically.
@@ -313,6 +331,49 @@ impl Dir {
     }
 }
 
+/// Extended attributes of an open file (libc's `fgetxattr`/`fsetxattr`).
+mod xattr {
+    use std::ffi::CStr;
+    use std::fs::File;
+    use std::io;
+    use std::os::fd::AsRawFd;
+
+    /// The SELinux label.
+    pub const SELINUX: &CStr = c"security.selinux";
+
+    /// The value of `attr`, `None` when the file has none or its file system keeps none.
+    pub fn get(file: &File, attr: &CStr) -> io::Result<Option<Vec<u8>>> {
+        let mut buf = vec![0u8; 256];
+        loop {
+            // SAFETY: the buffer is valid for its length; the name is NUL-terminated.
+            let n =
+                unsafe { nix::libc::fgetxattr(file.as_raw_fd(), attr.as_ptr(), buf.as_mut_ptr().cast(), buf.len()) };
+            if n >= 0 {
+                buf.truncate(n as usize);
+                return Ok(Some(buf));
+            }
+            let e = io::Error::last_os_error();
+            match e.raw_os_error() {
+                Some(nix::libc::ENODATA | nix::libc::ENOTSUP) => return Ok(None),
+                Some(nix::libc::ERANGE) if buf.len() < 1 << 16 => buf.resize(buf.len() * 4, 0),
+                _ => return Err(e),
+            }
+        }
+    }
+
+    /// Sets `attr` to `value`.
+    pub fn set(file: &File, attr: &CStr, value: &[u8]) -> io::Result<()> {
+        // SAFETY: the value is valid for its length; the name is NUL-terminated.
+        let rc =
+            unsafe { nix::libc::fsetxattr(file.as_raw_fd(), attr.as_ptr(), value.as_ptr().cast(), value.len(), 0) };
+        if rc == 0 {
+            Ok(())
+        } else {
+            Err(io::Error::last_os_error())
+        }
+    }
+}
+
 /// `.NAME.skyhook-tmp.PID.RANDOM`, a name no other process can guess.
 fn temp_name(name: &OsStr) -> OsString {
     use std::hash::{BuildHasher, Hasher};
@@ -334,6 +395,33 @@ fn temp_name(name: &OsStr) -> OsString {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_rewrite_keeps_the_replaced_files_selinux_label() {
+        let d = tempfile::tempdir().unwrap();
+        let path = d.path().join("kdump.conf");
+        std::fs::write(&path, "old\n").unwrap();
+        let label = b"system_u:object_r:kdump_etc_t:s0\0";
+        let file = File::open(&path).unwrap();
+        if let Err(e) = xattr::set(&file, xattr::SELINUX, label) {
+            eprintln!("skipped: this file system keeps no security.selinux label here ({e})");
+            return;
+        }
+        let dir = Dir::open_trusted(d.path()).unwrap();
+        dir.write_file(OsStr::new("kdump.conf"), b"new\n", 0o644).unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), b"new\n");
+        let got = xattr::get(&File::open(&path).unwrap(), xattr::SELINUX).unwrap();
+        assert_eq!(
+            got.as_deref(),
+            Some(&label[..]),
+            "the successor has the replaced file's label"
+        );
+        dir.write_file(OsStr::new("fresh.conf"), b"x", 0o644).unwrap();
+        assert_eq!(
+            xattr::get(&File::open(d.path().join("fresh.conf")).unwrap(), xattr::SELINUX).unwrap(),
+            None
+        );
+    }
 
     #[test]
     fn temporary_names_are_hidden_unique_and_carry_the_file_name() {

@@ -126,6 +126,45 @@ impl<'h> Systemd<'h> {
         Ok(false)
     }
 
+    /// The installed units (as [`Systemd::is_installed`] says) whose names match
+    /// `pattern`, a unit name with one `*` (`k3s-*.service`: K3s installed under another
+    /// name), sorted: the unit directories are read, no command runs. Template units
+    /// (`name@.service`), names systemd would refuse and directories are left out.
+    pub fn installed_matching(&self, pattern: &str) -> Result<Vec<String>, HostError> {
+        let Some((prefix, suffix)) = pattern.split_once('*') else {
+            return Ok(if self.is_installed(pattern)? {
+                vec![pattern.to_string()]
+            } else {
+                Vec::new()
+            });
+        };
+        let mut found = std::collections::BTreeSet::new();
+        for dir in UNIT_DIRS {
+            for name in self.host.list_dir(dir)? {
+                let matches = name.len() >= prefix.len() + suffix.len()
+                    && name.starts_with(prefix)
+                    && name.ends_with(suffix)
+                    && !name.contains('@')
+                    && crate::formats::unitfile::check_unit_name(&name).is_ok();
+                if !matches {
+                    continue;
+                }
+                // A link is a unit (or a mask), never followed here; a directory is not.
+                let path = std::path::Path::new(dir).join(&name);
+                if self.host.read_link(&path)?.is_some() || !self.host.is_dir(&path) {
+                    found.insert(name);
+                }
+            }
+        }
+        let mut installed = Vec::new();
+        for name in found {
+            if self.is_installed(&name)? {
+                installed.push(name);
+            }
+        }
+        Ok(installed)
+    }
+
     /// The unit's main process id; `None` when it has none or systemd is not running.
     pub fn main_pid(&self, unit: &str) -> Result<Option<u32>> {
         if !self.is_running() {
@@ -208,6 +247,32 @@ mod tests {
             "masked in /etc wins over /usr/lib"
         );
         assert!(!s.is_installed("rke2-server.service").unwrap());
+    }
+
+    #[test]
+    fn units_matching_a_pattern_are_found_in_every_unit_directory_unless_masked() {
+        let (d, h) = host(false, |_| Output::exited(0, ""));
+        let s = Systemd::new(&h);
+        let file = |rel: &str| {
+            let p = d.path().join(rel);
+            std::fs::create_dir_all(p.parent().unwrap()).unwrap();
+            std::fs::write(p, "[Service]\n").unwrap();
+        };
+        file("etc/systemd/system/k3s-gpu.service");
+        file("usr/local/lib/systemd/system/k3s-agent-edge.service");
+        file("usr/lib/systemd/system/k3s-old.service");
+        file("usr/lib/systemd/system/k3s-tmpl@.service");
+        file("usr/lib/systemd/system/k3s.service");
+        file("etc/systemd/system/k3s-gpu.service.d/containerd.conf");
+        std::fs::create_dir_all(d.path().join("lib/systemd/system/k3s-dir.service")).unwrap();
+        std::os::unix::fs::symlink("/dev/null", d.path().join("etc/systemd/system/k3s-old.service")).unwrap();
+        assert_eq!(
+            s.installed_matching("k3s-*.service").unwrap(),
+            ["k3s-agent-edge.service", "k3s-gpu.service"],
+            "a masked one, a template, a directory and the drop-in directory are not units"
+        );
+        assert_eq!(s.installed_matching("k3s.service").unwrap(), ["k3s.service"]);
+        assert!(s.installed_matching("rke2-*.service").unwrap().is_empty());
     }
 
     #[test]

@@ -8,17 +8,21 @@
 //! `SKYHOOK_PKG_RETRY_PAUSE` (seconds, default 15), bounded by [`MAX_ATTEMPTS`] and
 //! [`MAX_PAUSE`].
 //!
-//! `apt-get update` does not wait for the apt lists lock (`DPkg::Lock::Timeout` covers
-//! the dpkg lock only), and apt-daily / unattended-upgrades hold it for minutes on a
-//! freshly booted node: the refresh waits for it, up to [`LISTS_LOCK_WAIT`], saying
-//! which process holds it. A refresh that fails on one repository (a third-party
+//! apt-get waits for the dpkg locks only (`DPkg::Lock::Timeout`): `apt-get update`
+//! fails at once on the apt lists lock (`/var/lib/apt/lists/lock`), and `apt-get
+//! install` and `purge` on the download directory's lock (`/var/cache/apt/archives/lock`),
+//! both of which apt-daily / unattended-upgrades hold for minutes on a freshly booted
+//! node. Every apt-get command that changes something therefore waits for them, up to
+//! [`APT_LOCK_WAIT`], checking at most [`APT_LOCK_POLL`] apart (the retry pause when
+//! shorter, never less than [`APT_LOCK_POLL_FLOOR`]) and saying which process holds
+//! the lock. A refresh that fails on one repository (a third-party
 //! repository whose key rotated, say) does not stop the install: it goes on with the
 //! package lists as they are, and fails only if the package cannot be found there.
 //! Failures that no retry can cure (an unknown package, no enabled repository) fail at
 //! once, saying why.
 
 use std::collections::BTreeSet;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use crate::error::{Error, HostError, Result, excerpt};
 use crate::host::Host;
@@ -115,14 +119,52 @@ pub const MAX_ATTEMPTS: u32 = 100;
 /// The longest pause `SKYHOOK_PKG_RETRY_PAUSE` may ask for: one hour.
 pub const MAX_PAUSE: Duration = Duration::from_secs(3600);
 
-/// How long `apt-get update` waits for the apt lists lock, in checks [`LISTS_LOCK_POLL`]
-/// apart (at most that pause; the retry pause when shorter): 10 minutes.
-pub const LISTS_LOCK_WAIT: Duration = Duration::from_secs(600);
-/// The pause between two checks of the apt lists lock.
-pub const LISTS_LOCK_POLL: Duration = Duration::from_secs(5);
+/// How long an apt-get command waits for an apt lock apt itself does not wait for
+/// (the lists lock, the download directory's lock): 10 minutes.
+pub const APT_LOCK_WAIT: Duration = Duration::from_secs(600);
+/// The longest pause between two checks of such a lock (the retry pause when shorter).
+pub const APT_LOCK_POLL: Duration = Duration::from_secs(5);
+/// The shortest pause between two checks, whatever the retry pause (`0` included):
+/// the wait lasts [`APT_LOCK_WAIT`] however short the pause is.
+pub const APT_LOCK_POLL_FLOOR: Duration = Duration::from_millis(100);
 
-/// What apt prints when another process holds the lists lock.
-const LISTS_LOCK: &str = "Could not get lock /var/lib/apt/lists/lock";
+/// An apt lock that apt-get does not wait for (`DPkg::Lock::Timeout` covers the dpkg
+/// locks only), as apt reports it when another process holds it.
+struct AptLock {
+    /// The start of apt's message (apt `GetLock`: "Could not get lock <file>. It is held
+    /// by process <pid> (<name>)", the name where `/proc` tells it).
+    message: &'static str,
+    /// The lock, for the operator.
+    what: &'static str,
+    /// Who holds it on a freshly booted node.
+    usual_holder: &'static str,
+}
+
+/// The apt locks waited for: `apt-get update` takes the lists lock, `install`,
+/// `remove` and `purge` the download directory's (apt `pkgAcquire::GetLock`).
+const APT_LOCKS: [AptLock; 2] = [
+    AptLock {
+        message: "Could not get lock /var/lib/apt/lists/lock",
+        what: "the package lists lock (/var/lib/apt/lists/lock)",
+        usual_holder: "apt-daily.service or unattended-upgrades refreshing",
+    },
+    AptLock {
+        message: "Could not get lock /var/cache/apt/archives/lock",
+        what: "the package download directory's lock (/var/cache/apt/archives/lock)",
+        usual_holder: "apt-daily.service, apt-daily-upgrade.service or unattended-upgrades downloading",
+    },
+];
+
+/// The apt lock `text` (a failed command's diagnostics) says another process holds,
+/// with apt's line naming the holder.
+fn held_apt_lock(text: &str) -> Option<(&'static AptLock, &str)> {
+    text.lines().find_map(|l| {
+        APT_LOCKS
+            .iter()
+            .find(|lock| l.contains(lock.message))
+            .map(|lock| (lock, l.trim()))
+    })
+}
 
 /// Output that means retrying cannot help, with why, for the operator.
 const PERMANENT: &[(&str, &str)] = &[
@@ -161,6 +203,7 @@ pub struct PackageManager<'h> {
     host: &'h Host,
     tool: Tool,
     retry: Retry,
+    lock_wait: Duration,
 }
 
 impl<'h> PackageManager<'h> {
@@ -175,7 +218,12 @@ impl<'h> PackageManager<'h> {
         if host.which(tool.program()).is_none() {
             return Err(Error::action(format!("this {family} host has no {}", tool.program())));
         }
-        Ok(PackageManager { host, tool, retry })
+        Ok(PackageManager {
+            host,
+            tool,
+            retry,
+            lock_wait: APT_LOCK_WAIT,
+        })
     }
 
     /// The tool in use.
@@ -273,7 +321,7 @@ impl<'h> PackageManager<'h> {
         match self.tool {
             Tool::AptGet => {
                 self.refresh_lists()?;
-                self.retrying(
+                self.waiting_for_apt_locks(
                     &apt([
                         "install",
                         "-y",
@@ -353,7 +401,7 @@ impl<'h> PackageManager<'h> {
             packages.join(", "),
             candidates.len()
         );
-        self.retrying(&apt(["purge", "-y", "-q"]).args(&candidates))?;
+        self.waiting_for_apt_locks(&apt(["purge", "-y", "-q"]).args(&candidates))?;
         Ok(candidates)
     }
 
@@ -371,49 +419,69 @@ impl<'h> PackageManager<'h> {
             return Ok(present);
         }
         log::info!("removing {} with {}", present.join(", "), self.tool.program());
-        let cmd = match self.tool {
-            Tool::AptGet => apt(["purge", "-y", "-q", "--auto-remove"]).args(&present),
-            Tool::Dnf | Tool::Yum => Cmd::new(self.tool.program())
-                .args(["-y", "remove"])
-                .args(&present)
-                .echo(),
+        match self.tool {
+            Tool::AptGet => self.waiting_for_apt_locks(&apt(["purge", "-y", "-q", "--auto-remove"]).args(&present))?,
+            Tool::Dnf | Tool::Yum => self.retrying(
+                &Cmd::new(self.tool.program())
+                    .args(["-y", "remove"])
+                    .args(&present)
+                    .echo(),
+            )?,
         };
-        self.retrying(&cmd)?;
         Ok(present)
     }
 
     /// `apt-get update`, waiting for the lists lock; a failure on a repository is
     /// reported and passed over (the install then uses the lists as they are).
     fn refresh_lists(&self) -> Result<()> {
-        let update = apt(["update", "-q"]);
-        let checks = LISTS_LOCK_WAIT.as_secs() / LISTS_LOCK_POLL.as_secs();
-        for check in 1.. {
-            let e = match self.retrying(&update) {
-                Ok(_) => return Ok(()),
-                Err(e) => e.to_string(),
-            };
-            let Some(holder) = e.lines().find(|l| l.contains(LISTS_LOCK)) else {
+        match self.waiting_for_apt_locks(&apt(["update", "-q"])) {
+            Ok(_) => Ok(()),
+            Err(e) if held_apt_lock(&e.to_string()).is_some() => Err(e),
+            Err(e) => {
                 log::warn!(
                     "the package lists could not all be refreshed; installing from the lists as they are \
                      (the install fails only if what it needs is missing there). {e}"
                 );
-                return Ok(());
+                Ok(())
+            }
+        }
+    }
+
+    /// Runs the apt-get `cmd` (with [`retrying`](Self::retrying)), and again while
+    /// another process holds an apt lock apt-get does not wait for ([`APT_LOCKS`]),
+    /// until the lock is free or [`APT_LOCK_WAIT`] has passed, naming the holder.
+    fn waiting_for_apt_locks(&self, cmd: &Cmd) -> Result<Output> {
+        let deadline = Instant::now() + self.lock_wait;
+        let poll = self.retry.pause.min(APT_LOCK_POLL).max(APT_LOCK_POLL_FLOOR);
+        for check in 1.. {
+            let e = match self.retrying(cmd) {
+                Ok(out) => return Ok(out),
+                Err(e) => e,
             };
-            if check > checks {
+            let text = e.to_string();
+            let Some((lock, holder)) = held_apt_lock(&text) else {
+                return Err(e);
+            };
+            let left = deadline.saturating_duration_since(Instant::now());
+            if left.is_zero() {
                 return Err(Error::action(format!(
-                    "{e}\nThe package lists lock stayed held for {}: see which process holds it \
-                     (`systemctl status apt-daily.service unattended-upgrades.service`), then run this step again",
-                    humantime(LISTS_LOCK_WAIT)
+                    "{text}\n{} stayed held for {}: see which process holds it (`systemctl status \
+                     apt-daily.service apt-daily-upgrade.service unattended-upgrades.service`), let it \
+                     finish, then run this step again",
+                    capitalized(lock.what),
+                    humantime(self.lock_wait)
                 )));
             }
             log::warn!(
-                "apt-get update: another process holds the package lists lock ({}); on a freshly booted node \
-                 that is apt-daily.service or unattended-upgrades refreshing. Waiting for it (check {check} of \
-                 at most {checks}, {} in all)",
-                holder.trim(),
-                humantime(LISTS_LOCK_WAIT)
+                "`{}`: another process holds {} ({holder}); on a freshly booted node that is {}. Waiting for \
+                 it (check {check}, every {}, {} in all)",
+                cmd.display(),
+                lock.what,
+                lock.usual_holder,
+                humantime(poll),
+                humantime(self.lock_wait)
             );
-            std::thread::sleep(self.retry.pause.min(LISTS_LOCK_POLL));
+            std::thread::sleep(poll.min(left));
         }
         unreachable!("the loop returns")
     }
@@ -432,9 +500,8 @@ impl<'h> PackageManager<'h> {
                     .then_some("a repository's signing key is missing, expired or rotated")
             });
             let why = why.or_else(|| {
-                out.stderr
-                    .contains(LISTS_LOCK)
-                    .then_some("the package lists lock is held (waited for separately)")
+                held_apt_lock(&out.stderr)
+                    .map(|_| "another process holds an apt lock apt-get does not wait for (waited for separately)")
             });
             let failure = HostError::Command {
                 command: cmd.display(),
@@ -459,14 +526,25 @@ impl<'h> PackageManager<'h> {
     }
 }
 
-/// `600 s` as `10 min`, for messages.
+/// `600 s` as `10 min`, `0.1 s` as `100 ms`, for messages.
 fn humantime(d: Duration) -> String {
     let secs = d.as_secs();
-    if secs % 60 == 0 {
+    if d.subsec_nanos() != 0 {
+        format!("{} ms", d.as_millis())
+    } else if secs % 60 == 0 && secs > 0 {
         format!("{} min", secs / 60)
     } else {
         format!("{secs} s")
     }
+}
+
+/// `text` with its first letter in capitals.
+fn capitalized(text: &str) -> String {
+    let mut chars = text.chars();
+    chars
+        .next()
+        .map(|c| c.to_uppercase().chain(chars).collect())
+        .unwrap_or_default()
 }
 
 /// An apt-get command that never asks, waits up to 10 minutes for the dpkg lock,
@@ -571,6 +649,83 @@ mod tests {
         let e = pm.install(&["kdump-tools"]).unwrap_err().to_string();
         assert!(e.contains("Could not get lock") && e.contains("attempt 3 of 3"), "{e}");
         assert_eq!(r.calls().iter().filter(|c| c.contains(" update ")).count(), 3);
+    }
+
+    /// An apt-get stand-in answer: `lock` held (apt's message) for the first `held`
+    /// calls of `action`, then success.
+    fn apt_lock_held(action: &'static str, lock: &'static str, held: u32) -> impl Fn(&Cmd) -> Output + Send + Sync {
+        let calls = AtomicU32::new(0);
+        move |c: &Cmd| match c.program.as_str() {
+            "dpkg-query" if c.args.len() == 3 && c.args[2] == "tuned" && action == "purge" => {
+                Output::exited(0, "install ok installed\t2.21")
+            }
+            "dpkg-query" => Output::exited(1, ""),
+            "apt-get" if c.args.iter().any(|a| a == action) && calls.fetch_add(1, Ordering::SeqCst) < held => Output {
+                code: Some(100),
+                stderr: format!(
+                    "E: Could not get lock {lock}. It is held by process 2112 (apt-get)\nN: Be aware that \
+                         removing the lock file is not a solution and may break your system.\nE: Unable to lock \
+                         directory {}/",
+                    lock.trim_end_matches("/lock")
+                ),
+                ..Output::default()
+            },
+            _ => Output::exited(0, ""),
+        }
+    }
+
+    #[test]
+    fn install_and_purge_wait_for_the_download_directory_lock_apt_does_not_wait_for() {
+        for action in ["install", "purge"] {
+            let (_d, h, r) = host(apt_lock_held(action, "/var/cache/apt/archives/lock", 5));
+            let pm = PackageManager::detect(&h, Family::Debian, fast()).unwrap();
+            let t = Instant::now();
+            if action == "install" {
+                assert_eq!(pm.install(&["tuned"]).unwrap(), ["tuned"]);
+            } else {
+                assert_eq!(pm.remove(&["tuned"]).unwrap(), ["tuned"]);
+            }
+            let runs = r.calls().iter().filter(|c| c.contains(&format!(" {action} "))).count();
+            assert_eq!(
+                runs, 6,
+                "{action}: five refused (more than the 3 attempts), the sixth runs"
+            );
+            assert!(
+                t.elapsed() >= APT_LOCK_POLL_FLOOR * 5,
+                "{action}: checks at least 100 ms apart with a zero retry pause: {:?}",
+                t.elapsed()
+            );
+        }
+    }
+
+    #[test]
+    fn with_a_zero_retry_pause_the_lists_lock_is_still_waited_for() {
+        let (_d, h, r) = host(apt_lock_held("update", "/var/lib/apt/lists/lock", 3));
+        let pm = PackageManager::detect(&h, Family::Debian, fast()).unwrap();
+        let t = Instant::now();
+        pm.install(&["tuned"]).unwrap();
+        assert_eq!(r.calls().iter().filter(|c| c.contains(" update ")).count(), 4);
+        assert!(t.elapsed() >= APT_LOCK_POLL_FLOOR * 3, "{:?}", t.elapsed());
+    }
+
+    #[test]
+    fn a_lock_held_past_the_wait_fails_naming_the_lock_and_its_holder() {
+        let (_d, h, r) = host(apt_lock_held("install", "/var/cache/apt/archives/lock", u32::MAX));
+        let mut pm = PackageManager::detect(&h, Family::Debian, fast()).unwrap();
+        pm.lock_wait = Duration::from_millis(350);
+        let e = pm.install(&["tuned"]).unwrap_err();
+        let text = e.to_string();
+        assert_eq!(e.exit_code(), 1, "{text}");
+        assert!(
+            text.contains("It is held by process 2112 (apt-get)")
+                && text.contains(
+                    "The package download directory's lock (/var/cache/apt/archives/lock) stayed held for 350 ms"
+                )
+                && text.contains("apt-daily-upgrade.service"),
+            "{text}"
+        );
+        let runs = r.calls().iter().filter(|c| c.contains(" install ")).count();
+        assert!((3..=6).contains(&runs), "about one check per 100 ms: {runs}");
     }
 
     #[test]

@@ -71,7 +71,7 @@ fn tuning_gpu_node_example_with_grub_on(arch: Arch) {
         "{sysctl}"
     );
     let limits = node
-        .read(&format!("/etc/security/limits.d/999-{name}-tuning.conf"))
+        .read(&format!("/etc/security/limits.d/zz-skyhook-{name}-tuning.conf"))
         .expect("limits file");
     assert!(
         limits.contains("nofile") && limits.contains("soft") && limits.contains("hard"),
@@ -83,7 +83,7 @@ fn tuning_gpu_node_example_with_grub_on(arch: Arch) {
     );
     let dropin = node
         .read(&format!(
-            "/etc/systemd/system/containerd.service.d/999-{name}-tuning.conf"
+            "/etc/systemd/system/containerd.service.d/zz-skyhook-{name}-tuning.conf"
         ))
         .expect("drop-in");
     assert!(

@@ -95,8 +95,8 @@ const CONFIGMAP: &[(&str, &str)] = &[
 const DEFINES: &str = r#"
 keys="vm.swappiness net.core.somaxconn fs.inotify.max_user_instances"
 svc=skyhook-vmtest.service
-files="/etc/sysctl.d/zz-skyhook-gpu-tuning.conf /etc/security/limits.d/999-gpu-tuning.conf
-  /etc/systemd/system/$svc.d/999-gpu-tuning.conf /etc/default/grub.d/999-gpu-tuning.cfg"
+files="/etc/sysctl.d/zz-skyhook-gpu-tuning.conf /etc/security/limits.d/zz-skyhook-gpu-tuning.conf
+  /etc/systemd/system/$svc.d/zz-skyhook-gpu-tuning.conf /etc/default/grub.d/zz-skyhook-gpu-tuning.cfg"
 tracked="/etc /boot/grub/grub.cfg /var/lib/skyhook-packages"
 saved=/var/lib/vmtest
 sysctls() { for k in $keys; do echo "$k=$(sysctl -n "$k")"; done; }

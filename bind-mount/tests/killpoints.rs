@@ -1,0 +1,48 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Crash consistency: every action mode that changes the node is killed at its
+//! mutating system calls (skyhook_testkit::killpoint), rerun, and must end exactly
+//! where an uninterrupted run ends (unit, enablement link, receipt, target), with
+//! its check passing.
+
+mod common;
+
+use common::*;
+use skyhook_testkit::killpoint::KillPoints;
+
+/// Kill points per scenario: every mutating call today; past this, every Nth.
+const AT_MOST: usize = 200;
+
+fn campaign(n: &Node, mode: &str, check: &str) {
+    let report = KillPoints::new(n, mode).check(check).at_most(AT_MOST).run();
+    eprintln!("bind-mount {report}");
+    report.assert_converged();
+}
+
+#[test]
+fn apply_on_a_fresh_node_converges_after_a_kill() {
+    campaign(&node(), "apply", "apply-check");
+}
+
+#[test]
+fn config_changing_the_target_converges_after_a_kill() {
+    let n = node();
+    run(&n, "config", 0);
+    n.configmap("target", "/mnt/other");
+    campaign(&n, "config", "config-check");
+}
+
+#[test]
+fn uninstall_converges_after_a_kill() {
+    let n = node();
+    run(&n, "apply", 0);
+    n.clear_configmaps();
+    campaign(&n, "uninstall", "uninstall-check");
+}
+
+#[test]
+fn uninstall_of_a_live_mount_converges_after_a_kill() {
+    let n = node();
+    run(&n, "apply", 0);
+    interrupt(&n, UNIT).expect_code(0);
+    campaign(&n, "uninstall", "uninstall-check");
+}

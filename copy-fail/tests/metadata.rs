@@ -1,0 +1,17 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The package's metadata agrees with itself: config.json is valid, its version is
+//! the crate's, its package_name upstream's (`copy-fail`, so SCRs work unchanged),
+//! its modes are the binary's, and CHANGELOG.md has the version.
+
+use copy_fail::CopyFail;
+use skyhook_core::Package;
+
+#[test]
+fn config_json_matches_the_crate() {
+    skyhook_testkit::assert_package_metadata(
+        env!("CARGO_MANIFEST_DIR"),
+        CopyFail::KIND,
+        CopyFail::VERSION,
+        &skyhook_core::runtime::run::modes_of::<CopyFail>(),
+    );
+}
