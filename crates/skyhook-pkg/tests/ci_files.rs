@@ -226,17 +226,49 @@ fn pull_requests_run_the_ci_script_and_build_and_check_changed_images_without_pu
     }
 }
 
+/// The body of `.ci/run`'s step `name` (the function `step_<name>`).
+fn ci_step<'a>(run: &'a str, name: &str) -> &'a str {
+    let start = at(run, &format!("\nstep_{name}() {{\n"));
+    let end = start + at(&run[start..], "\n}\n");
+    &run[start..end]
+}
+
+/// `.ci/run`'s steps, in the order a full run takes them.
+fn ci_steps(run: &str) -> Vec<&str> {
+    let all = run.lines().find(|l| l.starts_with("all=(")).expect("all=(…)");
+    all.trim_start_matches("all=(")
+        .trim_end_matches(')')
+        .split(' ')
+        .collect()
+}
+
+/// The position of `step` in `.ci/run`'s full run.
+fn ci_order(run: &str, step: &str) -> usize {
+    let steps = ci_steps(run);
+    steps
+        .iter()
+        .position(|s| *s == step)
+        .unwrap_or_else(|| panic!("no step {step} in {steps:?}"))
+}
+
 #[test]
 fn ci_runs_the_image_tier_with_the_tools_it_installs() {
     let text = read(".ci/run");
-    let need = text.lines().find(|l| l.starts_with("need=(")).expect("need=(…)");
+    let setup = ci_step(&text, "setup");
+    let install = setup
+        .lines()
+        .find(|l| l.trim_start().starts_with("ci/setup-toolchain "))
+        .expect("setup runs ci/setup-toolchain");
     for tool in ["buildah", "podman", "runc"] {
-        assert!(need.contains(tool), "{need}");
+        assert!(install.contains(tool), "{install}");
     }
-    assert!(text.contains("ci/setup-toolchain \"${need[@]}\""));
-    let tier = at(&text, "--test images -- --ignored");
-    assert!(text[..tier].rfind("ci/with-qemu-binfmt aarch64") > text[..tier].rfind("step "));
-    assert!(at(&text, "dist --target all") < tier);
+    let image = ci_step(&text, "image");
+    let tier = at(image, "--test images -- --ignored");
+    assert!(image[..tier].contains("ci/with-qemu-binfmt aarch64"), "{image}");
+    assert!(image.contains("SKYHOOK_IMAGE_DIST=\"$PWD/dist\""), "{image}");
+    assert!(ci_step(&text, "dist").contains("dist --target all"));
+    // The image step takes the trees the dist step made.
+    assert!(ci_order(&text, "dist") < ci_order(&text, "image"));
 }
 
 #[test]
@@ -555,9 +587,14 @@ fn the_github_release_names_the_digest_and_is_never_latest() {
 #[test]
 fn ci_runs_the_pinned_linters_over_every_shell_script() {
     let run = read(".ci/run");
-    assert!(run.lines().any(|l| l == "ci/lint"), ".ci/run runs ci/lint");
-    let need = run.lines().find(|l| l.starts_with("need=(")).unwrap();
-    assert!(need.contains("python3-venv"), "{need}");
+    let lint = ci_step(&run, "lint");
+    assert!(
+        lint.lines().any(|l| l.trim() == "ci/lint"),
+        ".ci/run's lint step runs ci/lint"
+    );
+    assert!(ci_order(&run, "clippy") < ci_order(&run, "lint"));
+    let setup = ci_step(&run, "setup");
+    assert!(setup.contains("python3-venv"), "{setup}");
     let pins = read("ci/linters.txt");
     let pins: Vec<&str> = pins
         .lines()
