@@ -28,6 +28,19 @@ pub fn retire(host: &Host, name: &str) -> Result<()> {
     Ok(())
 }
 
+/// `target` and each of its ancestors that does not exist, outermost first: the
+/// directories config creates for it.
+fn missing_dirs(host: &Host, target: &str) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut at = target;
+    while !at.is_empty() && !host.exists(at) {
+        out.push(at.to_string());
+        at = at.rsplit_once('/').map_or("", |(parent, _)| parent);
+    }
+    out.reverse();
+    out
+}
+
 /// apply / config / upgrade.
 pub fn install(step: &Step) -> Result<Outcome> {
     let input = Input::parse(&step.configmaps)?;
@@ -49,7 +62,32 @@ pub fn install(step: &Step) -> Result<Outcome> {
         )));
     }
 
+    let store = receipt::store(host, &instance);
+    let mut created = previous.as_ref().map(|r| r.created.clone()).unwrap_or_default();
     if state == (TargetState::Ready { create: true }) {
+        // Recorded before they are made, so that a step killed in between still
+        // knows them; the rest of an earlier receipt stays as it was until the unit
+        // is written (a path change keeps its old target until then).
+        for dir in missing_dirs(host, &input.target) {
+            if !created.contains(&dir) {
+                created.push(dir);
+            }
+        }
+        let pending = match &previous {
+            Some(p) => Receipt {
+                created: created.clone(),
+                ..p.clone()
+            },
+            None => Receipt {
+                instance: instance.id(),
+                source: input.source.clone(),
+                target: input.target.clone(),
+                unit: input.unit.clone(),
+                uninstalling: false,
+                created: created.clone(),
+            },
+        };
+        store.save(&pending)?;
         host.create_dir(&input.target, 0o755)?;
     }
     host.write(
@@ -62,12 +100,13 @@ pub fn install(step: &Step) -> Result<Outcome> {
             retire(host, &other)?;
         }
     }
-    receipt::store(host, &instance).save(&Receipt {
+    store.save(&Receipt {
         instance: instance.id(),
         source: input.source.clone(),
         target: input.target.clone(),
         unit: input.unit.clone(),
         uninstalling: false,
+        created,
     })?;
     let systemd = Systemd::new(host);
     systemd.daemon_reload()?;

@@ -23,6 +23,7 @@ pub mod input;
 pub mod install;
 pub mod mounts;
 pub mod receipt;
+pub mod review;
 pub mod safety;
 pub mod uninstall;
 pub mod unit;

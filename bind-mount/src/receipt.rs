@@ -27,6 +27,11 @@ pub struct Receipt {
     /// Set when an uninstall started: the receipt then only serves to finish it.
     #[serde(default)]
     pub uninstalling: bool,
+    /// The directories this instance created for its targets (the target and its
+    /// missing ancestors, outermost first), recorded before they are made; uninstall
+    /// removes each that is still an empty directory and no mount point.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub created: Vec<String>,
 }
 
 impl Record for Receipt {

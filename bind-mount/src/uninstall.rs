@@ -45,22 +45,41 @@ fn warn_mounted(host: &Host, target: &str) -> Result<()> {
     Ok(())
 }
 
+/// Removes the directories config created (innermost first) that are still empty
+/// directories and no mount point; one in use stays, said in the log.
+fn remove_created(host: &Host, created: &[String]) -> Result<()> {
+    if created.is_empty() {
+        return Ok(());
+    }
+    let table = mounts::read(host)?;
+    for dir in created.iter().rev() {
+        if table.at(dir).is_some() || host.read_link(dir)?.is_some() {
+            log::info!("{} is kept: it is a mount point or a link now", excerpt(dir));
+        } else if host.remove_empty_dir(dir)? {
+            log::info!("removed the directory {} that config created", excerpt(dir));
+        } else if host.exists(dir) {
+            log::info!("{} is kept: it is not empty", excerpt(dir));
+        }
+    }
+    Ok(())
+}
+
 /// uninstall.
 pub fn uninstall(step: &Step) -> Result<Outcome> {
     let instance = Instance::of(step)?;
     let host = &step.host;
     let store = receipt::store(host, &instance);
-    let (target, name, strict) = match receipt::load(host, &instance)? {
+    let (target, name, strict, created) = match receipt::load(host, &instance)? {
         Some(mut r) => {
             if !r.uninstalling {
                 r.uninstalling = true;
                 store.save(&r)?;
             }
-            (Some(r.target), Some(r.unit), true)
+            (Some(r.target), Some(r.unit), true, r.created)
         }
         None => match Input::read(&step.configmaps)? {
-            Some(i) => (Some(i.target), Some(i.unit), false),
-            None => (None, None, false),
+            Some(i) => (Some(i.target), Some(i.unit), false, Vec::new()),
+            None => (None, None, false, Vec::new()),
         },
     };
     if let Some(name) = &name {
@@ -73,6 +92,7 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     if let Some(t) = &target {
         warn_mounted(host, t)?;
     }
+    remove_created(host, &created)?;
     store.clear()?;
     match name {
         Some(n) => log::info!("removed the persistent definition {n} of {}", instance.id()),

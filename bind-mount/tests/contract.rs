@@ -302,3 +302,42 @@ fn a_unit_prepared_by_the_upstream_bash_package_is_adopted() {
     assert!(unit_text(&n).starts_with("# Managed by skyhook package bind-mount;"));
     run(&n, "upgrade-check", 0);
 }
+
+#[test]
+fn uninstall_removes_the_directories_config_created_unless_mounted_or_filled() {
+    // Never activated: the target and its missing parent go with the unit.
+    let n = node();
+    n.configmap("target", "/mnt/node-local/data");
+    // What every node has (systemctl disable leaves an emptied .wants directory, as the
+    // real one does).
+    for dir in ["/etc/systemd/system/local-fs.target.wants", "/var/lib"] {
+        std::fs::create_dir_all(n.path(dir)).unwrap();
+    }
+    let before = n.snapshot();
+    run(&n, "config", 0);
+    assert!(n.path("/mnt/node-local/data").is_dir());
+    run(&n, "uninstall", 0).expect_output("removed the directory \"/mnt/node-local/data\" that config created");
+    run(&n, "uninstall-check", 0);
+    before.assert_same(&n.snapshot());
+
+    // Activated: the live target stays, and so does its parent.
+    let n = node();
+    run(&n, "config", 0);
+    interrupt(&n, UNIT).expect_code(0);
+    run(&n, "uninstall", 0).expect_output("remains mounted");
+    assert!(mounted(&n, TARGET) && n.path(TARGET).is_dir());
+
+    // A directory that was there before config is never removed.
+    let n = node();
+    std::fs::create_dir_all(n.path(TARGET)).unwrap();
+    run(&n, "config", 0);
+    run(&n, "uninstall", 0);
+    assert!(n.path(TARGET).is_dir());
+
+    // One that holds something by now stays, said in the log.
+    let n = node();
+    run(&n, "config", 0);
+    std::fs::write(n.path(&format!("{TARGET}/notes")), "kept").unwrap();
+    run(&n, "uninstall", 0).expect_output("is kept: it is not empty");
+    assert!(n.exists(&format!("{TARGET}/notes")));
+}

@@ -14,6 +14,7 @@
 pub mod mitigation;
 pub mod modes;
 pub mod request;
+pub mod review;
 pub mod verdict;
 
 use skyhook_core::runtime::run::Handler;

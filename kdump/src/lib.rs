@@ -25,6 +25,7 @@ pub mod configure;
 pub mod crashkernel;
 pub mod input;
 pub mod platform;
+pub mod review;
 pub mod service;
 pub mod state;
 pub mod uninstall;

@@ -4,7 +4,9 @@
 //! `/etc/default/grub`. The `grub2-mkconfig` of RHEL-like hosts sources
 //! `/etc/default/grub` alone (rhboot/grub2, RHEL 9 and Fedora: `util/grub-mkconfig.in`),
 //! and grubby hosts boot their BLS entries, which no regeneration of ours touches.
-//! A pair whose files or host steps write such a drop-in is therefore refused on a
+//! eks's and aks's drop-in is left out there (tuned's bootloader plugin takes the
+//! family's own way: `crate::grub::bootloader_step`), rke2's refused by its own step;
+//! a pair whose host steps still write one (oci × gb300) is therefore refused on a
 //! RHEL-like host before any change, rather than reported applied.
 
 use std::path::{Path, PathBuf};
@@ -60,10 +62,9 @@ pub fn refuse_on_rhel_like(step: &Step, desired: &Desired, host_plan: &host_step
         "accelerator {} with service {} writes GRUB drop-ins ({}), but this is a RHEL-like host (os-release \
          ID={}): only Debian-family GRUB (update-grub) reads /etc/default/grub.d; grub2-mkconfig here reads \
          /etc/default/grub alone and grubby boots the BLS entries, so these kernel arguments would reach no \
-         kernel. Nothing was changed. On RHEL-like hosts leave the service out (tuned's bootloader plugin puts \
-         the profile's kernel arguments on the boot entries itself), and for the oci steps set \
-         CONFIGURE_PCIE_ACS=false and CONFIGURE_IOMMU_PASSTHROUGH=false and set their kernel arguments with \
-         grubby (the tuning package's grub.conf)",
+         kernel. Nothing was changed. On RHEL-like hosts set CONFIGURE_PCIE_ACS=false and \
+         CONFIGURE_IOMMU_PASSTHROUGH=false and set their kernel arguments with grubby (the tuning package's \
+         grub.conf)",
         desired.choice.accelerator,
         desired.choice.service.as_deref().unwrap_or("(none)"),
         listed.join(", "),

@@ -10,7 +10,9 @@
 //! settings of each combination (`skyhook_core::profile::Catalog`), [`host_steps`] the
 //! host changes beyond tuned profiles a service ships for an accelerator (`oci` × `gb300`),
 //! [`grub`] the services' GRUB drop-ins (rke2's decided as upstream's step, GRUB
-//! regenerated on Debian-family nodes), [`grub_d`] their refusal on RHEL-like hosts.
+//! regenerated on Debian-family nodes), [`grub_d`] their refusal on RHEL-like hosts,
+//! [`runtime_limits`] the container runtime's running limits against its drop-in,
+//! [`sysctl_conflicts`] the chain's sysctls that a tuning entry sets otherwise.
 
 pub mod accelerator;
 pub mod catalog;
@@ -22,6 +24,9 @@ pub mod host_steps;
 pub mod legacy;
 pub mod main_conf;
 pub mod request;
+pub mod review;
+pub mod runtime_limits;
+pub mod sysctl_conflicts;
 
 use skyhook_core::host::systemd::Systemd;
 use skyhook_core::os::pkgmgr::Retry;
@@ -147,8 +152,9 @@ fn config(step: &Step) -> Result<Outcome> {
     Ok(Outcome::needs(needs))
 }
 
-/// config-check / post-interrupt-check: tuned's checks of the same request, and the
-/// tuned-main.conf options.
+/// config-check / post-interrupt-check: tuned's checks of the same request, the
+/// tuned-main.conf options, the limits the container runtime runs with, and the
+/// sysctls a tuning entry sets to another value.
 fn check(step: &Step, verify: Verify) -> Result<Outcome> {
     let catalog = Catalog::embedded();
     let desired = Desired::read(step, &catalog)?;
@@ -156,6 +162,8 @@ fn check(step: &Step, verify: Verify) -> Result<Outcome> {
     let host_plan = host_steps::Plan::read(step, desired.rendered.host.clone(), desired.spcx_cc)?;
     let mut unmet = host_steps::check(step, &host_plan, verify == Verify::Required)?;
     unmet.extend(grub::regeneration::Regeneration::read(step, &desired, &catalog, false)?.unmet(step)?);
+    unmet.extend(runtime_limits::unmet(&step.host, &desired, verify)?);
+    unmet.extend(sysctl_conflicts::unmet(&step.host, &desired)?);
     if !main_conf::holds(&step.host, &catalog.manifest.tuned_main)? {
         unmet.push(format!(
             "{} does not set {:?} (config sets it)",

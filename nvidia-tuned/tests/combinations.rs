@@ -210,6 +210,86 @@ fn on_an_rke2_node_the_stack_limit_reaches_the_runtime_rke2_starts_and_only_the_
     }
 }
 
+/// The stack limit is checked where it matters, in the running runtime: config-check
+/// passes before the service interrupt (the restart is pending) and says so;
+/// post-interrupt-check fails while containerd still runs with the kernel's default
+/// stack or does not run at all, and passes once the restarted process has the
+/// drop-in's limit.
+#[test]
+fn the_running_containerds_stack_limit_is_checked_not_only_the_drop_ins_bytes() {
+    let node = node(
+        UBUNTU_2604,
+        &[("accelerator", "vr200"), ("intent", "inference"), ("service", "bcm")],
+    );
+    runtime_unit(&node, "/usr/lib/systemd/system", "containerd.service", true);
+    let old = runtime_pid("containerd.service");
+    node.run("config")
+        .expect_code(0)
+        .expect_output("interrupt needed: {type: service, services: [containerd]}");
+    let stale = format!(
+        "the container runtime containerd.service (main process {old}) runs with LimitSTACK soft 8388608 hard \
+         unlimited (/proc/{old}/limits), but {CONTAINERD} sets LimitSTACK=67108864 (soft 67108864 hard 67108864)"
+    );
+    node.run("config-check")
+        .expect_code(0)
+        .expect_output(&stale)
+        .expect_output("config-check passes: the restart is pending");
+    node.run("post-interrupt-check").expect_code(1).expect_output(&stale);
+
+    // The service interrupt restarts containerd: a new process, with the drop-in's limit.
+    skyhook_testkit::systemd::run_unit(&node, "containerd.service", 5150, ("67108864", "67108864"));
+    node.run("post-interrupt-check")
+        .expect_code(0)
+        .expect_output("containerd.service (main process 5150) runs with LimitSTACK=67108864");
+
+    // A soft limit alone is not enough: both must match.
+    skyhook_testkit::systemd::run_unit(&node, "containerd.service", 5151, ("67108864", "unlimited"));
+    node.run("post-interrupt-check")
+        .expect_code(1)
+        .expect_output("runs with LimitSTACK soft 67108864 hard unlimited");
+
+    // A kernel row the check cannot read fails it rather than passing blind.
+    node.file("/proc/5151/limits", "Limit Soft Hard Units\nMax stack size garbage\n");
+    node.run("post-interrupt-check")
+        .expect_code(1)
+        .expect_output("/proc/5151/limits of containerd.service has no readable \"Max stack size\" row");
+
+    skyhook_testkit::systemd::stop_unit(&node, "containerd.service");
+    let not_running =
+        "the container runtime is not running: systemd reports no main process (MainPID 0) for containerd.service";
+    node.run("post-interrupt-check")
+        .expect_code(1)
+        .expect_output(not_running);
+    node.run("config-check")
+        .expect_code(0)
+        .expect_output(not_running)
+        .expect_output("the restart is pending");
+}
+
+/// On an RKE2 node the limit is read from the unit that runs; the installed units
+/// that do not run (RKE2's other one, a distribution's containerd) read their drop-in
+/// when they start and fail nothing.
+#[test]
+fn on_an_rke2_node_the_running_units_limit_is_checked_and_the_stopped_ones_are_not() {
+    let node = node(
+        UBUNTU_2604,
+        &[("accelerator", "vr200"), ("intent", "inference"), ("service", "bcm")],
+    );
+    runtime_unit(&node, "/usr/local/lib/systemd/system", "rke2-agent.service", true);
+    runtime_unit(&node, "/usr/local/lib/systemd/system", "rke2-server.service", false);
+    runtime_unit(&node, "/usr/lib/systemd/system", "containerd.service", false);
+    node.run("config").expect_code(0);
+    let pid = runtime_pid("rke2-agent.service");
+    node.run("post-interrupt-check").expect_code(1).expect_output(&format!(
+        "the container runtime rke2-agent.service (main process {pid}) runs with LimitSTACK soft 8388608"
+    ));
+    skyhook_testkit::systemd::run_unit(&node, "rke2-agent.service", 6000, ("67108864", "67108864"));
+    node.run("post-interrupt-check")
+        .expect_code(0)
+        .expect_output("rke2-server.service is not running (MainPID 0): it reads")
+        .expect_output("rke2-agent.service (main process 6000) runs with LimitSTACK=67108864");
+}
+
 /// K3s installed with `INSTALL_K3S_NAME=gpu` names its unit `k3s-gpu.service` (in
 /// `/etc/systemd/system`, where its installer writes it); upstream's vr200 script finds
 /// such units too. The stack limit must reach the containerd that unit starts.

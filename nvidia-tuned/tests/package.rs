@@ -533,3 +533,54 @@ fn validate_is_the_offline_check_lint_uses() {
     );
     assert!(e.contains("\"intent\" line 1 (\"training\")"), "{e}");
 }
+
+/// Writes the tuning engine's shared ledger as tuning records it: `key` (path form)
+/// held by `holders` (`(entry, value set)`), original 60.
+fn tuning_holds(node: &Node, key: &str, holders: &[(&str, &str)]) {
+    use skyhook_core::records::tuning_ledger::Holder;
+    let holders: Vec<Holder> = holders
+        .iter()
+        .map(|(entry, set)| Holder {
+            entry: entry.to_string(),
+            set: set.to_string(),
+            original: "60".into(),
+        })
+        .collect();
+    let ledger = serde_json::json!({"added": [], "users": [], "dirs": [], "sysctl": {key: holders}});
+    node.file(
+        "/var/lib/skyhook-packages/tuning/_shared/state.json",
+        serde_json::to_vec_pretty(&ledger).unwrap(),
+    );
+}
+
+/// tuned-main.conf's `reapply_sysctl = 0` makes the chain's sysctls win over
+/// `/etc/sysctl.d`: a key that a tuning entry sets to another value is named by the
+/// checks, with both values, both packages and the winner.
+#[test]
+fn a_sysctl_that_tuning_sets_otherwise_is_a_named_conflict() {
+    let node = node(&[("accelerator", "h100"), ("intent", "inference")]);
+    node.run("config").expect_code(0);
+    node.run("config-check").expect_code(0);
+
+    tuning_holds(&node, "vm/swappiness", &[("tuning/gpu", "10")]);
+    let conflict = "sysctl vm.swappiness: nvidia-tuned's chain sets \"1\" (profile nvidia-h100-inference";
+    for mode in ["config-check", "post-interrupt-check"] {
+        node.run(mode)
+            .expect_code(1)
+            .expect_output(conflict)
+            .expect_output("the tuning/gpu entry sets \"10\"")
+            .expect_output("with reapply_sysctl = 0 in /etc/tuned/tuned-main.conf tuned's value wins");
+    }
+
+    // The same value in both is no conflict, nor is a key the chain does not set.
+    tuning_holds(&node, "vm/swappiness", &[("nvidia-tuning-gke/gke", " 1")]);
+    node.run("config-check").expect_code(0);
+    tuning_holds(&node, "vm/dirty_ratio", &[("tuning/gpu", "10")]);
+    node.run("config-check").expect_code(0);
+
+    // A damaged ledger is the node's state, named.
+    node.file("/var/lib/skyhook-packages/tuning/_shared/state.json", "[]");
+    node.run("config-check")
+        .expect_code(1)
+        .expect_output("/var/lib/skyhook-packages/tuning/_shared/state.json");
+}

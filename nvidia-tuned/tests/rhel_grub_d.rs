@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-//! GRUB drop-ins on RHEL-like hosts: a pair whose files (services aks, eks, rke2) or
-//! host steps (oci × gb300: the PCIe ACS correction, the IOMMU passthrough
-//! workaround) write `/etc/default/grub.d/*.cfg` is refused before any change, since
-//! only Debian-family GRUB reads that directory; the same pairs on Ubuntu, and other
-//! pairs on RHEL, go on.
+//! GRUB drop-ins on RHEL-like hosts, where only Debian-family GRUB reads
+//! `/etc/default/grub.d`: eks's and aks's drop-in is left out (tuned's bootloader plugin
+//! puts the arguments on the boot entries there) and the rest of the service deployed;
+//! rke2 (upstream's configure_bootloader) and the oci × gb300 host steps (the PCIe ACS
+//! correction, the IOMMU passthrough workaround) are refused before any change; the
+//! same pairs on Ubuntu, and other pairs on RHEL, go on.
 
 #[path = "../../tuned/tests/common/mod.rs"]
 mod common;
@@ -27,35 +28,36 @@ fn rocky(keys: &[(&str, &str)]) -> Node {
 }
 
 #[test]
-fn a_service_with_a_grub_drop_in_is_refused_on_a_rhel_like_host_before_any_change() {
-    for (service, drop_in) in [
-        ("eks", "/etc/default/grub.d/99_tuned.cfg"),
-        ("aks", "/etc/default/grub.d/99_tuned.cfg"),
-        ("rke2", "/etc/default/grub.d/99-nvidia-tuned-cmdline.cfg"),
-    ] {
+fn eks_and_aks_leave_their_grub_drop_in_to_tuned_on_a_rhel_like_host() {
+    const MAC_POLICY: &str = "/etc/systemd/network/99-default.link.d/mac-address-policy.conf";
+    for service in ["eks", "aks"] {
         let node = rocky(&[("accelerator", "h100"), ("service", service)]);
-        let before = node.snapshot();
-        if service == "rke2" {
-            // rke2's own step (upstream's configure_bootloader) refuses first, naming
-            // its switch.
-            node.run("config")
-                .expect_code(1)
-                .expect_output("this node is RHEL-like")
-                .expect_output("CONFIGURE_BOOTLOADER=false");
-            before.assert_same(&node.snapshot());
-            continue;
-        }
         node.run("config")
-            .expect_code(1)
-            .expect_output(&format!(
-                "accelerator h100 with service {service} writes GRUB drop-ins ({drop_in} (service {service}))"
-            ))
-            .expect_output("this is a RHEL-like host (os-release ID=rocky)")
-            .expect_output("only Debian-family GRUB (update-grub) reads /etc/default/grub.d")
-            .expect_output("leave the service out");
-        before.assert_same(&node.snapshot());
-        assert!(calls_of(&node, "tuned-adm").is_empty(), "{service}: {:?}", node.calls());
+            .expect_code(0)
+            .expect_output("/etc/default/grub.d/99_tuned.cfg is not written on this RHEL-like node (ID=\"rocky\")");
+        assert!(!node.exists("/etc/default/grub.d/99_tuned.cfg"), "{service}");
+        assert!(
+            node.exists(MAC_POLICY),
+            "{service}: the rest of the service is deployed"
+        );
+        assert!(
+            calls_of(&node, "grubby").is_empty(),
+            "{service}: GRUB is tuned's business here"
+        );
+        node.run("config-check").expect_code(0);
+        node.run("uninstall").expect_code(0);
+        node.run("uninstall-check").expect_code(0);
+        assert!(!node.exists(MAC_POLICY) && !node.exists("/etc/default/grub.d/99_tuned.cfg"));
     }
+    // rke2's own step (upstream's configure_bootloader) refuses, naming its switch.
+    let node = rocky(&[("accelerator", "h100"), ("service", "rke2")]);
+    let before = node.snapshot();
+    node.run("config")
+        .expect_code(1)
+        .expect_output("this node is RHEL-like")
+        .expect_output("CONFIGURE_BOOTLOADER=false");
+    before.assert_same(&node.snapshot());
+    assert!(calls_of(&node, "tuned-adm").is_empty(), "{:?}", node.calls());
 }
 
 #[test]

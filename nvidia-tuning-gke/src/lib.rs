@@ -17,6 +17,7 @@ pub mod effective;
 pub mod modes;
 pub mod optional;
 pub mod request;
+pub mod review;
 pub mod tuning_input;
 
 use skyhook_core::profile::Catalog;

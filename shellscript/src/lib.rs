@@ -12,6 +12,7 @@
 
 pub mod interpreter;
 pub mod kept;
+pub mod review;
 pub mod script;
 pub mod settings;
 pub mod supervise;

@@ -17,6 +17,7 @@ pub mod conf;
 pub mod deploy;
 pub mod layout;
 pub mod plan;
+pub mod review;
 pub mod service;
 
 use std::collections::BTreeMap;

@@ -64,6 +64,31 @@ fn systemctl_starts_restarts_and_stops_and_a_missing_unit_is_exit_5() {
 }
 
 #[test]
+fn systemctl_show_answers_a_units_main_pid_and_0_when_it_does_not_run() {
+    let n = node();
+    let main_pid = |unit: &str| {
+        n.run_stand_in("systemctl", &["show", "--property=MainPID", "--value", unit])
+            .expect_code(0)
+            .output()
+            .trim()
+            .to_string()
+    };
+    assert_eq!(main_pid("tuned"), "4242", "tuned's own pid file");
+    n.run_stand_in("systemctl", &["stop", "tuned"]).expect_code(0);
+    assert_eq!(main_pid("tuned.service"), "0");
+    assert_eq!(
+        main_pid("containerd.service"),
+        "0",
+        "not installed: systemctl answers 0"
+    );
+    runtime_unit(&n, "/usr/lib/systemd/system", "containerd.service", true);
+    assert_eq!(
+        main_pid("containerd.service"),
+        runtime_pid("containerd.service").to_string()
+    );
+}
+
+#[test]
 fn tuned_adm_list_shows_names_with_summaries_then_the_active_profile() {
     let n = node();
     n.run_stand_in("tuned-adm", &["profile", "mine"]).expect_code(0);

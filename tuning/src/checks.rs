@@ -21,9 +21,8 @@ use std::path::PathBuf;
 use skyhook_core::boot::OwnArgs;
 use skyhook_core::boot::{self, contains_in_order};
 use skyhook_core::error::excerpt;
-use skyhook_core::formats::limits::{self, ProcessLimits, Rlim};
+use skyhook_core::formats::limits::{self, MainProcess};
 use skyhook_core::formats::sysctl::{self as ksysctl, Key};
-use skyhook_core::host::systemd::Systemd;
 use skyhook_core::{Checklist, Host, Outcome, Result, Step};
 
 use crate::dropin::DropIn;
@@ -338,24 +337,22 @@ fn check_live_sysctl(host: &Host, conf: &sysctl::SysctlConf, c: &mut Checklist) 
 
 fn check_service_limits(host: &Host, d: &DropIn, c: &mut Checklist) -> Result<()> {
     let unit = format!("{}.service", d.unit);
-    let systemd = Systemd::new(host);
-    if !systemd.is_running() {
-        c.skip(format!("{unit} limits: systemd is not running on this host"));
-        return Ok(());
-    }
-    let Some(pid) = systemd.main_pid(&unit)? else {
-        c.fail(format!(
-            "{unit} has no main process (MainPID=0: stopped, or not installed on this node), so the Limit* \
-             settings of configMap key {} are not in effect",
-            d.key
-        ));
-        return Ok(());
+    let (pid, actual) = match MainProcess::of_unit(host, &unit)? {
+        MainProcess::NoSystemd => {
+            c.skip(format!("{unit} limits: systemd is not running on this host"));
+            return Ok(());
+        }
+        MainProcess::NotRunning => {
+            c.fail(format!(
+                "{unit} has no main process (MainPID=0: stopped, or not installed on this node), so the Limit* \
+                 settings of configMap key {} are not in effect",
+                d.key
+            ));
+            return Ok(());
+        }
+        MainProcess::Running { pid, limits } => (pid, limits),
     };
-    let actual = ProcessLimits::read(host, pid)?;
-    let nr_open: Rlim = Key::parse("fs.nr_open")
-        .ok()
-        .and_then(|k| ksysctl::read(host, &k).ok().flatten())
-        .and_then(|v| v.trim().parse().ok());
+    let nr_open = limits::nr_open(host);
     for l in &d.limits {
         let Some((soft, hard)) = actual.get(&l.resource) else {
             c.fail(format!(
@@ -364,11 +361,7 @@ fn check_service_limits(host: &Host, d: &DropIn, c: &mut Checklist) -> Result<()
             ));
             continue;
         };
-        // systemd turns LimitNOFILE=infinity into the kernel's ceiling, fs.nr_open.
-        let same = |want: Rlim, got: Rlim| {
-            want == got || (l.resource.directive == "LimitNOFILE" && want.is_none() && got.is_some() && got == nr_open)
-        };
-        c.expect(same(l.soft, soft) && same(l.hard, hard), || {
+        c.expect(limits::in_effect(&l.resource, (l.soft, l.hard), (soft, hard), nr_open), || {
             format!(
                 "{unit} (main process {pid}) runs with {} soft {} hard {} (/proc/{pid}/limits), but configMap key {} \
                  line {} sets {}={} (soft {} hard {}): restart the service (interrupt {{type: service, services: [{}]}}) \

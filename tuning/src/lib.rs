@@ -30,6 +30,7 @@ pub mod owners;
 pub mod paths;
 pub mod plan;
 pub mod reconcile;
+pub mod review;
 pub mod shared;
 pub mod state;
 pub mod sysctl;

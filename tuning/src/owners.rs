@@ -16,21 +16,7 @@
 //! So the node ends where it started whatever the order of uninstalls, and
 //! config-check names the entry whose value is live when it is not its own.
 
-use serde::{Deserialize, Serialize};
-
-/// One entry holding a key.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
-pub struct Holder {
-    /// `<package kind>/<package name>` (`tuning/gpu`, `nvidia-tuning-gke/gke`).
-    pub entry: String,
-    /// The value it set.
-    pub set: String,
-    /// The key's value before the first holder took it.
-    pub original: String,
-}
-
-/// The holders of one key, in the order they took it (the last one's value is live).
-pub type Holders = Vec<Holder>;
+pub use skyhook_core::records::tuning_ledger::{Holder, Holders};
 
 /// The original of a key to record for `me`: the first other holder's, when another
 /// entry holds the key.

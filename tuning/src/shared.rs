@@ -53,7 +53,7 @@ impl Record for Ledger {
 
 /// The ledger's store.
 pub fn store(host: &Host) -> StateStore<'_> {
-    StateStore::new(host, "tuning", "_shared")
+    skyhook_core::records::tuning_ledger::store(host)
 }
 
 /// Takes over `dirs` (created by an entry being uninstalled, still holding other

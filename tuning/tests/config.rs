@@ -505,3 +505,53 @@ fn names_too_long_for_the_kernel_and_misplaced_limits_are_bad_input() {
         assert!(n.calls().is_empty(), "{key}: {:?}", n.calls());
     }
 }
+
+/// On a node with SELinux enabled, each file config creates is given the policy's
+/// label for its path (restorecon, after the rename); a file it rewrites keeps its
+/// own; on a node without SELinux restorecon never runs.
+#[test]
+fn files_created_on_an_selinux_node_get_the_policys_label_and_elsewhere_restorecon_never_runs() {
+    use skyhook_testkit::selinux;
+    let n = node();
+    selinux::enable(&n);
+    full_configmap(&n);
+    run(&n, "config", 0);
+    let labels = selinux::labels(&n);
+    for (file, label) in [
+        (sysctl_file(), "system_u:object_r:system_conf_t:s0"),
+        (containerd_dropin(), "system_u:object_r:systemd_unit_file_t:s0"),
+    ] {
+        assert!(
+            labels.contains(&(file.clone(), label.to_string())),
+            "{file}: {labels:?}"
+        );
+        match selinux::label_of(&n, &file) {
+            Some(on_disk) => assert_eq!(on_disk, label, "{file}"),
+            None => eprintln!("{file}: this file system keeps no security.selinux; the stand-in's record is asserted"),
+        }
+    }
+    assert!(
+        n.calls().iter().any(|c| c == &format!("restorecon {}", limits_file())),
+        "every created file: {:?}",
+        n.calls()
+    );
+    // A rerun creates nothing: restorecon does not run again.
+    n.clear_calls();
+    n.configmap("sysctl.conf", "vm.swappiness = 5\n");
+    run(&n, "config", 0);
+    assert!(
+        !n.calls().iter().any(|c| c == &format!("restorecon {}", sysctl_file())),
+        "a rewritten file keeps its label: {:?}",
+        n.calls()
+    );
+
+    let plain = node();
+    plain.stand_in("restorecon", selinux::RESTORECON);
+    full_configmap(&plain);
+    run(&plain, "config", 0);
+    assert!(
+        !plain.calls().iter().any(|c| c.starts_with("restorecon")),
+        "{:?}",
+        plain.calls()
+    );
+}

@@ -19,6 +19,8 @@
 //! - [`boot`]: kernel arguments, one model for every package.
 //! - [`platform`]: the node's hardware: PCI devices, the NVIDIA accelerator it carries.
 //! - [`profile`]: the reviewable effective settings of a package's profile catalog.
+//! - [`review`]: what a package says of an SCR entry before a rollout (the developer
+//!   tool's lint asks every package through it).
 //! - [`formats`]: sysctl.d, limits, unit files, PAM stacks, sizes for people.
 //! - [`config`]: the config.json model and its validation (feature `config`: the
 //!   developer tool and the test kit; never in node binaries).
@@ -33,6 +35,7 @@ pub mod os;
 pub mod platform;
 pub mod profile;
 pub mod records;
+pub mod review;
 pub mod runtime;
 
 pub use error::{Error, HostError, Result};

@@ -279,6 +279,89 @@ fn bounded(items: &[String]) -> String {
     text
 }
 
+/// What a configMap of a catalog package asks for: `accelerator` (`auto` or a name),
+/// `intent` (the package's default when absent), `service` (optional).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Request<'a> {
+    /// The accelerator, or `auto` for every one the catalog ships.
+    pub accelerator: &'a str,
+    /// The intent.
+    pub intent: &'a str,
+    /// The service, if any.
+    pub service: Option<&'a str>,
+}
+
+impl Request<'_> {
+    /// The combinations of `catalog` this request selects on some node (any OS; every
+    /// accelerator for `auto`).
+    pub fn selections(&self, catalog: &dyn Catalog) -> Vec<Selection> {
+        catalog
+            .combinations()
+            .into_iter()
+            .filter(|s| self.accelerator == crate::platform::accelerator::AUTO || s.accelerator == self.accelerator)
+            .filter(|s| {
+                // As the catalog reads this request on that accelerator and OS (an
+                // accelerator that ignores intent and service matches whatever they are).
+                let asked = catalog.normalized(&Selection {
+                    intent: self.intent.to_string(),
+                    service: self.service.map(String::from),
+                    ..s.clone()
+                });
+                asked == *s
+            })
+            .collect()
+    }
+
+    /// Whether a node given this request may need a reboot: some combination it
+    /// selects has a setting that takes effect only after one (kernel arguments).
+    pub fn may_need_reboot(&self, catalog: &dyn Catalog) -> bool {
+        self.selections(catalog)
+            .iter()
+            .any(|s| catalog.effective(s).is_ok_and(|e| e.needs_reboot()))
+    }
+}
+
+/// Which configMap key of a [`Request`] changes.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RequestKey {
+    /// `intent`.
+    Intent,
+    /// `service`.
+    Service,
+}
+
+impl Request<'_> {
+    /// Whether changing `key` (to any other value its catalog ships with the same
+    /// accelerator, the other key and OS) can change the settings that need a reboot.
+    pub fn change_may_reboot(&self, catalog: &dyn Catalog, key: RequestKey) -> bool {
+        let all = catalog.combinations();
+        self.selections(catalog).iter().any(|current| {
+            let ours = reboot_settings(catalog, current);
+            all.iter()
+                .filter(|other| other.accelerator == current.accelerator && other.os == current.os)
+                .filter(|other| match key {
+                    RequestKey::Intent => other.service == current.service && other.intent != current.intent,
+                    RequestKey::Service => other.intent == current.intent && other.service != current.service,
+                })
+                .any(|other| reboot_settings(catalog, other) != ours)
+        })
+    }
+}
+
+/// The settings of `selection` that take effect only after a reboot, as key=value.
+fn reboot_settings(catalog: &dyn Catalog, selection: &Selection) -> Vec<String> {
+    let mut settings: Vec<String> = catalog
+        .effective(selection)
+        .map(|e| e.settings)
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|s| s.needs_reboot)
+        .map(|s| format!("{}={}", s.key, s.value))
+        .collect();
+    settings.sort();
+    settings
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

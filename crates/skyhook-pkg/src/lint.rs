@@ -13,20 +13,17 @@
 //!
 //! Entries whose image is not one of our packages are skipped.
 
-use std::collections::BTreeMap;
 use std::io::Read;
 use std::path::{Path, PathBuf};
 
-use kdump::input::KDUMP_CONF_KEY;
 use serde_json::{Value, json};
+use skyhook_core::Error;
+use skyhook_core::review::{Entry, Review};
 use skyhook_core::runtime::interrupt::Interrupt;
-use skyhook_core::{ConfigMaps, Error};
 
-use crate::console;
 use crate::error::ToolError;
-use crate::profiles::{Request, RequestKey};
 use crate::scr::{Scr, ScrEntry, key_matches, parse_interrupt};
-use skyhook_core::profile::{Catalog, SettingKind};
+use crate::{console, packages};
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -62,242 +59,64 @@ impl Finding {
     }
 }
 
-/// Our packages, by the last part of their image name.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-enum Kind {
-    Tuning,
-    Tuned,
-    Kdump,
-    Shellscript,
-    NvidiaTuned,
-    NvidiaTuningGke,
-    CopyFail,
+/// The package an entry's image names (the last part of its image name), if ours.
+fn package_of(entry: &ScrEntry) -> Option<&'static dyn Review> {
+    let name = entry.image_name().rsplit('/').next()?;
+    packages::named(name)
 }
 
-impl Kind {
-    fn of(entry: &ScrEntry) -> Option<Kind> {
-        match entry.image_name().rsplit('/').next()? {
-            "tuning" => Some(Kind::Tuning),
-            "tuned" => Some(Kind::Tuned),
-            "kdump" => Some(Kind::Kdump),
-            "shellscript" => Some(Kind::Shellscript),
-            "nvidia-tuned" => Some(Kind::NvidiaTuned),
-            "nvidia-tuning-gke" => Some(Kind::NvidiaTuningGke),
-            "copy-fail" => Some(Kind::CopyFail),
-            _ => None,
-        }
+/// What a package's configMap and env problems are: its own validation, then, for a
+/// catalog package whose keys are each valid, the combination its catalog lacks.
+fn problems(package: &dyn Review, entry: &Entry) -> Vec<String> {
+    match package.validate(entry) {
+        Ok(()) => combination_problem(package, entry).into_iter().collect(),
+        Err(Error::Input(problems)) => problems,
+        Err(e) => vec![e.to_string()],
     }
+}
 
-    /// The package version this tool was built with (config.json's).
-    fn version(self) -> String {
-        let text = match self {
-            Kind::Tuning => include_str!("../../../tuning/config.json"),
-            Kind::Tuned => include_str!("../../../tuned/config.json"),
-            Kind::Kdump => include_str!("../../../kdump/config.json"),
-            Kind::Shellscript => include_str!("../../../shellscript/config.json"),
-            Kind::NvidiaTuned => include_str!("../../../nvidia-tuned/config.json"),
-            Kind::NvidiaTuningGke => include_str!("../../../nvidia-tuning-gke/config.json"),
-            Kind::CopyFail => include_str!("../../../copy-fail/config.json"),
-        };
-        let config: Value = serde_json::from_str(text).unwrap_or_default();
-        config["package_version"].as_str().unwrap_or_default().to_string()
+/// For a catalog package: the combination its catalog does not ship, if so.
+fn combination_problem(package: &dyn Review, entry: &Entry) -> Option<String> {
+    let (catalog, default_intent) = package.catalog()?;
+    let request = entry.request(&default_intent);
+    if !request.selections(catalog.as_ref()).is_empty() {
+        return None;
     }
-
-    /// The package's own validation of a configMap (and its environment).
-    fn validate(self, cm: &ConfigMaps, entry: &ScrEntry) -> Vec<String> {
-        let result = match self {
-            Kind::Tuning => tuning::input::validate(cm),
-            Kind::Tuned => tuned::plan::validate(cm),
-            Kind::Kdump => kdump::input::validate(cm),
-            Kind::Shellscript => shellscript::script::validate(cm),
-            Kind::NvidiaTuned => nvidia_tuned::validate(cm),
-            Kind::NvidiaTuningGke => nvidia_tuning_gke::validate(cm, use_containerd(entry).as_deref()),
-            Kind::CopyFail => {
-                copy_fail::validate(cm, env_value(entry, copy_fail::request::ALLOW_LOADED_MODULE).as_deref())
-            }
-        };
-        match result {
-            Ok(()) => self.combination_problem(cm).into_iter().collect(),
-            Err(Error::Input(problems)) => problems,
-            Err(e) => vec![e.to_string()],
-        }
-    }
-
-    /// The profile catalog of a catalog package, with its default intent.
-    fn catalog(self) -> Option<(Box<dyn Catalog>, &'static str)> {
-        match self {
-            Kind::NvidiaTuned => Some((Box::new(nvidia_tuned::catalog()), "performance")),
-            // Its intent is required: no default.
-            Kind::NvidiaTuningGke => Some((Box::new(nvidia_tuning_gke::catalog()), "")),
-            _ => None,
-        }
-    }
-
-    /// What a catalog package's configMap asks for (values trimmed; the default intent).
-    fn request<'a>(cm: &'a BTreeMap<String, String>, default_intent: &'a str) -> Request<'a> {
-        let value = |key: &str| cm.get(key).map(|v| v.trim()).filter(|v| !v.is_empty());
-        Request {
-            accelerator: value("accelerator").unwrap_or(""),
-            intent: value("intent").unwrap_or(default_intent),
-            service: value("service"),
-        }
-    }
-
-    /// For a catalog package whose keys are each valid: the combination its catalog lacks.
-    fn combination_problem(self, cm: &ConfigMaps) -> Option<String> {
-        let (catalog, default_intent) = self.catalog()?;
-        let text: BTreeMap<String, String> = ["accelerator", "intent", "service"]
-            .into_iter()
-            .filter_map(|k| Some((k.to_string(), cm.text(k).ok()??.to_string())))
-            .collect();
-        let request = Self::request(&text, default_intent);
-        if !request.selections(catalog.as_ref()).is_empty() {
-            return None;
-        }
-        let mut ships: Vec<String> = catalog
-            .combinations()
-            .iter()
-            .filter(|s| request.accelerator == "auto" || s.accelerator == request.accelerator)
-            .map(|s| {
-                format!(
-                    "{} {}{}",
-                    s.accelerator,
-                    s.intent,
-                    s.service
-                        .as_ref()
-                        .map_or(String::new(), |v| format!(" with service {v}"))
-                )
-            })
-            .collect();
-        // Each combination once, whichever OS versions ship it.
-        let mut seen = std::collections::BTreeSet::new();
-        ships.retain(|s| seen.insert(s.clone()));
-        Some(format!(
-            "configMap keys \"accelerator\" {:?}, \"intent\" {:?}, \"service\" {:?}: {} ships no such combination; it ships: {}",
-            request.accelerator,
-            request.intent,
-            request.service.unwrap_or("(none)"),
-            catalog.package(),
-            ships.join(", ")
-        ))
-    }
-
-    /// The cheapest interrupt a change of configMap key `key` of `cm` needs; `None`
-    /// when this tool cannot tell (shellscript's scripts do anything). For tuned, a
-    /// profile with `[bootloader]` options needs a reboot, and so does `tuned_profile`
-    /// when any profile of the configMap has them.
-    fn needs(self, key: &str, entry: &ScrEntry) -> Option<Interrupt> {
-        let cm = &entry.config_map;
-        let value = cm.get(key).map_or("", String::as_str);
-        Some(match (self, key) {
-            (Kind::Tuning, "grub.conf") | (Kind::Kdump, "crashkernel") => Interrupt::Reboot,
-            // A module kept out that something uses, or a loaded module given new
-            // options, needs a reboot; which is the node's to tell.
-            (Kind::Tuning, tuning::modprobe::KEY) => return None,
-            (Kind::Tuning, k) if k.starts_with("service_") && k.ends_with(".conf") => {
-                Interrupt::service([&k["service_".len()..k.len() - ".conf".len()]])
-            }
-            // The unit is kdump-tools on Debian-like nodes, kdump on RHEL-like ones.
-            (Kind::Kdump, KDUMP_CONF_KEY) => return None,
-            (Kind::Tuned, "tuned_profile") if cm.values().any(|v| has_bootloader(v)) => Interrupt::Reboot,
-            (Kind::Tuned, k) if k != "tuned_profile" && !k.ends_with(".sh") && has_bootloader(value) => {
-                Interrupt::Reboot
-            }
-            (Kind::Shellscript, _) => return None,
-            (Kind::NvidiaTuned, _) => {
-                let (catalog, default_intent) = self.catalog()?;
-                if !self.interrupts_knowable(cm) {
-                    return None;
-                }
-                let request = Self::request(cm, default_intent);
-                let reboot = match key {
-                    // The required key carries what the first installation needs.
-                    "accelerator" => request.may_need_reboot(catalog.as_ref()),
-                    "intent" => request.change_may_reboot(catalog.as_ref(), RequestKey::Intent),
-                    "service" => request.change_may_reboot(catalog.as_ref(), RequestKey::Service),
-                    _ => false,
-                };
-                if reboot { Interrupt::Reboot } else { Interrupt::NoOp }
-            }
-            // Sysctls apply live; the containerd drop-in USE_CONTAINERD=true adds takes
-            // effect when containerd restarts.
-            (Kind::NvidiaTuningGke, "accelerator" | "intent") => {
-                let (catalog, default_intent) = self.catalog()?;
-                if !self.interrupts_knowable(cm) {
-                    return None;
-                }
-                let drop_in = Self::request(cm, default_intent)
-                    .selections(catalog.as_ref())
-                    .iter()
-                    .any(|s| {
-                        catalog
-                            .effective(s)
-                            .is_ok_and(|e| e.settings.iter().any(|s| s.kind == SettingKind::DropIn))
-                    });
-                match drop_in && use_containerd(entry).as_deref().map(str::trim) == Some("true") {
-                    true => Interrupt::service(["containerd"]),
-                    false => Interrupt::NoOp,
-                }
-            }
-            _ => Interrupt::NoOp,
+    let mut ships: Vec<String> = catalog
+        .combinations()
+        .iter()
+        .filter(|s| request.accelerator == "auto" || s.accelerator == request.accelerator)
+        .map(|s| {
+            format!(
+                "{} {}{}",
+                s.accelerator,
+                s.intent,
+                s.service
+                    .as_ref()
+                    .map_or(String::new(), |v| format!(" with service {v}"))
+            )
         })
-    }
-
-    /// What to say of a key whose need this tool cannot tell, when it is declared a reboot.
-    fn cheaper_than_reboot(self, key: &str) -> Option<&'static str> {
-        (self == Kind::Kdump && key == KDUMP_CONF_KEY)
-            .then_some("a restart of the kdump service ({type: service, services: [kdump-tools]} on Debian-like nodes, [kdump] on RHEL-like ones)")
-    }
-
-    /// Whether this tool can tell what the first installation needs: not for
-    /// shellscript (its scripts do anything), nor copy-fail (a reboot when the node's
-    /// algif_aead is in use), nor for a catalog package whose configMap selects no
-    /// combination (its validation finding says why).
-    fn interrupts_knowable(self, cm: &BTreeMap<String, String>) -> bool {
-        match self.catalog() {
-            _ if self == Kind::Shellscript || self == Kind::CopyFail => false,
-            Some((catalog, default_intent)) => !Self::request(cm, default_intent)
-                .selections(catalog.as_ref())
-                .is_empty(),
-            None => true,
-        }
-    }
-
-    /// Whether `key` names the node's hardware (nvidia-tuned's `accelerator`): what it
-    /// needs counts for the first installation, but a node's accelerator never changes,
-    /// so no configInterrupt is asked of it.
-    fn is_hardware_key(self, key: &str) -> bool {
-        self == Kind::NvidiaTuned && key == "accelerator"
-    }
-
-    /// Whether what a change of `key` needs says nothing of the first installation:
-    /// nvidia-tuned's `intent` and `service` need a reboot when another value changes
-    /// the kernel arguments, while the first installation needs what the selected
-    /// combination needs, which the `accelerator` key carries (bcm's vr200 chain has no
-    /// kernel argument, though switching it to rke2 brings them).
-    fn is_change_only_key(self, key: &str) -> bool {
-        self == Kind::NvidiaTuned && matches!(key, "intent" | "service")
-    }
-
-    /// Whether the package's uninstall changes the node (so it must be enabled).
-    fn uninstall_matters(self, entry: &ScrEntry) -> bool {
-        self != Kind::Shellscript || entry.config_map.contains_key("uninstall.sh")
-    }
+        .collect();
+    // Each combination once, whichever OS versions ship it.
+    let mut seen = std::collections::BTreeSet::new();
+    ships.retain(|s| seen.insert(s.clone()));
+    Some(format!(
+        "configMap keys \"accelerator\" {:?}, \"intent\" {:?}, \"service\" {:?}: {} ships no such combination; it ships: {}",
+        request.accelerator,
+        request.intent,
+        request.service.unwrap_or("(none)"),
+        catalog.package(),
+        ships.join(", ")
+    ))
 }
 
-/// The entry's `USE_CONTAINERD` environment value (nvidia-tuning-gke), if set.
-fn use_containerd(entry: &ScrEntry) -> Option<String> {
-    env_value(entry, "USE_CONTAINERD")
-}
-
-/// The entry's value of environment variable `name`, if set.
-fn env_value(entry: &ScrEntry, name: &str) -> Option<String> {
-    entry.env_pairs().into_iter().find(|(n, _)| n == name).map(|(_, v)| v)
-}
-
-/// Whether a tuned profile has a `[bootloader]` section with options (kernel arguments).
-fn has_bootloader(text: &str) -> bool {
-    tuned::conf::Conf::parse(text).is_ok_and(|c| !c.bootloader().is_empty())
+/// Whether the first installation's need can be told from the entry: the package
+/// says so, and a catalog package's configMap selects some combination.
+fn first_install_knowable(package: &dyn Review, entry: &Entry) -> bool {
+    package.first_install_knowable(entry)
+        && package.catalog().is_none_or(|(catalog, default_intent)| {
+            !entry.request(&default_intent).selections(catalog.as_ref()).is_empty()
+        })
 }
 
 /// `skyhook-pkg lint`: true when no SCR has findings. Every SCR is linted, those
@@ -379,7 +198,7 @@ fn sorted(mut findings: Vec<Finding>) -> Vec<Finding> {
 pub fn lint(scr: &Scr) -> Vec<Finding> {
     let mut findings = Vec::new();
     for (name, entry) in &scr.packages {
-        let Some(kind) = Kind::of(entry) else {
+        let Some(package) = package_of(entry) else {
             errln!(
                 "{}: entry {name:?}: image {:?} is not one of our packages; not checked",
                 scr.path.display(),
@@ -392,10 +211,15 @@ pub fn lint(scr: &Scr) -> Vec<Finding> {
             entry: name,
             findings: &mut findings,
         };
-        check_version(&mut at, kind, entry);
-        check_configmap(&mut at, kind, entry);
-        check_interrupts(&mut at, kind, entry);
-        if kind.uninstall_matters(entry) && !entry.uninstall_enabled() {
+        let env = entry.env_pairs();
+        let reviewed = Entry {
+            config_map: &entry.config_map,
+            env: &env,
+        };
+        check_version(&mut at, package, entry);
+        check_configmap(&mut at, package, entry, &reviewed);
+        check_interrupts(&mut at, package, entry, &reviewed);
+        if package.uninstall_matters(&reviewed) && !entry.uninstall_enabled() {
             at.add(
                 &["uninstall"],
                 "uninstall",
@@ -439,7 +263,7 @@ fn excerpt(value: &str) -> String {
     short
 }
 
-fn check_version(at: &mut Report, kind: Kind, entry: &ScrEntry) {
+fn check_version(at: &mut Report, package: &dyn Review, entry: &ScrEntry) {
     if let Some(tag) = entry.image_tag().filter(|t| *t != entry.version) {
         at.add(
             &["image"],
@@ -452,7 +276,7 @@ fn check_version(at: &mut Report, kind: Kind, entry: &ScrEntry) {
             ),
         );
     }
-    let ours = kind.version();
+    let ours = package.version();
     if entry.version != ours {
         at.add(
             &["version"],
@@ -463,9 +287,8 @@ fn check_version(at: &mut Report, kind: Kind, entry: &ScrEntry) {
     }
 }
 
-fn check_configmap(at: &mut Report, kind: Kind, entry: &ScrEntry) {
-    let cm = ConfigMaps::from_entries(entry.configmap_bytes());
-    for problem in kind.validate(&cm, entry) {
+fn check_configmap(at: &mut Report, package: &dyn Review, entry: &ScrEntry, reviewed: &Entry) {
+    for problem in problems(package, reviewed) {
         let key = entry
             .config_map
             .keys()
@@ -477,7 +300,7 @@ fn check_configmap(at: &mut Report, kind: Kind, entry: &ScrEntry) {
     }
 }
 
-fn check_interrupts(at: &mut Report, kind: Kind, entry: &ScrEntry) {
+fn check_interrupts(at: &mut Report, package: &dyn Review, entry: &ScrEntry, reviewed: &Entry) {
     let declared = match entry.interrupt.as_ref().map(parse_interrupt).transpose() {
         Ok(d) => d,
         Err(why) => {
@@ -506,14 +329,14 @@ fn check_interrupts(at: &mut Report, kind: Kind, entry: &ScrEntry) {
         }
     }
     for key in entry.config_map.keys() {
-        let Some(needed) = kind.needs(key, entry) else {
-            check_reboot_of_an_unknown_need(at, kind, entry, key);
+        let Some(needed) = package.change_needs(key, reviewed) else {
+            check_reboot_of_an_unknown_need(at, package, entry, key);
             continue;
         };
-        if !kind.is_change_only_key(key) {
+        if !package.is_change_only_key(key) {
             overall.push(needed.clone());
         }
-        if kind.is_hardware_key(key) {
+        if package.is_hardware_key(key) {
             continue;
         }
         let given: Vec<Interrupt> = entry
@@ -524,7 +347,7 @@ fn check_interrupts(at: &mut Report, kind: Kind, entry: &ScrEntry) {
             .collect();
         check_key_interrupt(at, key, &entry.config_map[key], &needed, &given);
     }
-    if !kind.interrupts_knowable(&entry.config_map) {
+    if !first_install_knowable(package, reviewed) {
         return;
     }
     let needed = Interrupt::covering(overall);
@@ -555,8 +378,8 @@ fn check_interrupts(at: &mut Report, kind: Kind, entry: &ScrEntry) {
 }
 
 /// A key whose need depends on the node, declared a reboot: names the cheaper interrupt.
-fn check_reboot_of_an_unknown_need(at: &mut Report, kind: Kind, entry: &ScrEntry, key: &str) {
-    let Some(cheaper) = kind.cheaper_than_reboot(key) else {
+fn check_reboot_of_an_unknown_need(at: &mut Report, package: &dyn Review, entry: &ScrEntry, key: &str) {
+    let Some(cheaper) = package.cheaper_than_reboot(key) else {
         return;
     };
     let reboot = entry
@@ -657,17 +480,13 @@ mod tests {
     #[test]
     fn the_readme_examples_lint_clean() {
         let mut count = 0;
-        for readme in [
-            "README.md",
-            "tuning/README.md",
-            "tuned/README.md",
-            "kdump/README.md",
-            "shellscript/README.md",
-            "nvidia-tuned/README.md",
-            "nvidia-tuning-gke/README.md",
-            "copy-fail/README.md",
-        ] {
-            let text = std::fs::read_to_string(repo().join(readme)).unwrap();
+        let readmes = std::iter::once("README.md".to_string()).chain(
+            crate::packages::all()
+                .into_iter()
+                .map(|p| format!("{}/README.md", p.name())),
+        );
+        for readme in readmes {
+            let text = std::fs::read_to_string(repo().join(&readme)).unwrap();
             for (i, example) in examples(&text).iter().enumerate() {
                 let name = format!("{readme} example {}", i + 1);
                 let findings = lint_text(std::path::Path::new(&name), example).unwrap();

@@ -32,6 +32,7 @@ mod figures;
 mod image;
 mod lint;
 mod notes;
+mod packages;
 mod platform;
 mod profiles;
 mod release;

@@ -28,6 +28,7 @@ pub mod killpoint;
 pub mod kmod;
 mod limited;
 mod saved;
+pub mod selinux;
 pub mod systemd;
 
 pub use limited::Outcome;

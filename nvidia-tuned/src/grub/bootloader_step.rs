@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-//! rke2's GRUB drop-in (`99-nvidia-tuned-cmdline.cfg`, the catalog file marked
-//! `configure_bootloader`), decided for the node as upstream's configure_bootloader
-//! step decides it, before any change:
+//! The services' GRUB drop-ins decided for the node, before any change: eks's and
+//! aks's (`99_tuned.cfg`) is left out on a RHEL-like node, whose own way tuned's
+//! bootloader plugin takes ([`leave_out_on_rhel_like`]); rke2's
+//! (`99-nvidia-tuned-cmdline.cfg`, the catalog file marked `configure_bootloader`) as
+//! upstream's configure_bootloader step decides it:
 //!
 //! - `CONFIGURE_BOOTLOADER=false` (package env): not written, GRUB not regenerated for
 //!   it; the operator sets the kernel arguments another way.
@@ -32,7 +34,41 @@ pub const MARKER: &str = "Managed by the nvidia-tuned Skyhook package (configure
 /// expands `$tuned_params`; refuses a node outside the Debian family (exit 1). Reads
 /// the switch from the process environment (bad value: exit 2). Nothing changes.
 pub fn decide(step: &Step, rendered: &mut Rendered) -> Result<()> {
+    leave_out_on_rhel_like(step, rendered)?;
     decide_with(step, rendered, |name| std::env::var_os(name))
+}
+
+/// Leaves eks's and aks's drop-in (`99_tuned.cfg`, a GRUB drop-in not marked
+/// `configure_bootloader`) out of `rendered` on a RHEL-like node. The drop-in hands
+/// tuned's arguments to Debian's grub-mkconfig, the one GRUB that reads
+/// `/etc/default/grub.d`; a RHEL-like node has its own way, which tuned's bootloader
+/// plugin takes by itself when the profile is activated: it sets `tuned_params` in the
+/// GRUB environment block and has the BLS entries expand `$tuned_params` (tuned's
+/// `92-tuned.install`; on a grub.cfg without BLS it patches the file), read from
+/// redhat-performance/tuned, `tuned/plugins/plugin_bootloader.py` (2.21 to 2.25).
+pub fn leave_out_on_rhel_like(step: &Step, rendered: &mut Rendered) -> Result<()> {
+    let is_service_drop_in = |f: &crate::catalog::FileEntry| super::is_drop_in(&f.path) && !f.configure_bootloader;
+    if !rendered.files.iter().any(|(f, _)| is_service_drop_in(f)) {
+        return Ok(());
+    }
+    let os = step.os_release()?;
+    if !matches!(os.family(), Ok(Family::Rhel)) {
+        return Ok(());
+    }
+    rendered.files.retain(|(f, _)| {
+        if !is_service_drop_in(f) {
+            return true;
+        }
+        log::info!(
+            "{} is not written on this RHEL-like node (ID={:?}): only Debian's grub-mkconfig reads \
+             /etc/default/grub.d; here tuned's bootloader plugin puts the profile's kernel arguments on the boot \
+             entries itself ($tuned_params in the GRUB environment block, which the BLS entries expand)",
+            f.path.display(),
+            os.id()
+        );
+        false
+    });
+    Ok(())
 }
 
 /// [`decide`] with the environment read through `var_os`.

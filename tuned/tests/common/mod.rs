@@ -221,11 +221,17 @@ esac"
 /// - `is-active`: `active` (exit 0) or `inactive` (exit 3; without the unit file
 ///   exit 4, systemd 252 and older 3).
 ///
+/// - `show --property=MainPID --value <unit>`: the test kit's model
+///   ([`skyhook_testkit::systemctl_show_main_pid!`]): the pid of a unit
+///   [`runtime_unit`] or [`skyhook_testkit::systemd::run_unit`] started, else `0`.
+///
 /// Not modelled: `[Install]` sections other than `WantedBy=multi-user.target`,
-/// `daemon-reload`, jobs that fail, `show`, masking.
-pub const SYSTEMCTL_SH: &str = "R=\"$SKYHOOK_HOST_ROOT\"; W=\"$R/etc/systemd/system/multi-user.target.wants\"
+/// `daemon-reload`, jobs that fail, other `show` properties, masking, a restart of
+/// another unit giving it a new main process (the test restarts it with
+/// `skyhook_testkit::systemd::run_unit`, as the agent's service interrupt would).
+pub const SYSTEMCTL_SH: &str = concat!("R=\"$SKYHOOK_HOST_ROOT\"; W=\"$R/etc/systemd/system/multi-user.target.wants\"
 case \"$1\" in
-  enable) [ -e \"$R/usr/sbin/tuned\" ] || { echo \"Failed to enable unit: Unit file $2.service does not exist.\" >&2; exit 1; }
+", skyhook_testkit::systemctl_show_main_pid!(), "  enable) [ -e \"$R/usr/sbin/tuned\" ] || { echo \"Failed to enable unit: Unit file $2.service does not exist.\" >&2; exit 1; }
           mkdir -p \"$W\"; ln -sf /usr/lib/systemd/system/$2.service \"$W/$2.service\" ;;
   disable) rm -f \"$W/$2.service\" ;;
   start) [ -e \"$R/usr/sbin/tuned\" ] || { echo \"Failed to start $2.service: Unit $2.service not found.\" >&2; exit 5; }
@@ -242,16 +248,24 @@ case \"$1\" in
     esac
     if [ -e \"$A\" ]; then echo active; else echo inactive; exit 3; fi ;;
   *) echo \"unexpected systemctl $*\" >&2; exit 1 ;;
-esac";
+esac");
 
 /// Installs a unit file for `unit` (`rke2-agent.service`) under `dir`, running
-/// (as `systemctl is-active` answers) when `active`.
+/// (as `systemctl is-active` answers) when `active`: then its main process (a pid
+/// derived from the name, [`runtime_pid`]) has the stack limit a service gets
+/// when nothing sets it (it started before any drop-in of ours).
 pub fn runtime_unit(node: &Node, dir: &str, unit: &str, active: bool) {
     node.file(&format!("{dir}/{unit}"), "[Service]\nExecStart=/usr/bin/true\n");
     if active {
         let name = unit.strip_suffix(".service").unwrap_or(unit);
         node.file(&format!("/run/stand-in-units/{name}.active"), "");
+        skyhook_testkit::systemd::run_unit(node, unit, runtime_pid(unit), skyhook_testkit::systemd::DEFAULT_STACK);
     }
+}
+
+/// The main process id [`runtime_unit`] gives `unit`: one per unit name.
+pub fn runtime_pid(unit: &str) -> u32 {
+    10_000 + unit.bytes().map(u32::from).sum::<u32>()
 }
 
 /// The tuned package of the simulated repositories: `version` built with `dirs`.

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Resource limits of processes: systemd's `Limit*=` directives (with its units and
-//! `soft:hard` form, systemd.exec(5)) and what a running process actually has
-//! (`/proc/<pid>/limits`, read through the host).
+//! `soft:hard` form, systemd.exec(5); systemd's parser is `rlimit_parse` in
+//! `src/basic/rlimit-util.c`), what a running process actually has
+//! (`/proc/<pid>/limits`, read through the host) and what a systemd unit's main
+//! process runs with ([`MainProcess`]).
 //!
 //! A limit is a number or unlimited; systemd's `infinity` and the kernel's
 //! `unlimited` are the same thing.
@@ -10,7 +12,9 @@ use std::collections::BTreeMap;
 use std::fmt;
 
 use crate::error::{Error, Result};
+use crate::formats::sysctl::{self, Key};
 use crate::host::Host;
+use crate::host::systemd::Systemd;
 
 /// One limit value: `None` is unlimited.
 pub type Rlim = Option<u64>;
@@ -209,7 +213,11 @@ pub fn show(v: Rlim) -> String {
 pub struct ProcessLimits(pub BTreeMap<&'static str, (Rlim, Rlim)>);
 
 impl ProcessLimits {
-    /// Parses `/proc/<pid>/limits`.
+    /// Parses `/proc/<pid>/limits` as the kernel writes it (`proc_pid_limits` in
+    /// `fs/proc/base.c`: a header line, then one row per resource, its name padded to
+    /// 25 columns, the soft and the hard limit each `unlimited` or a decimal number
+    /// padded to 20, then the unit). A row that is missing or does not hold two
+    /// limits is left out ([`ProcessLimits::get`] answers `None`): the caller says so.
     pub fn parse(text: &str) -> Self {
         let mut map = BTreeMap::new();
         for line in text.lines() {
@@ -246,6 +254,60 @@ impl ProcessLimits {
     /// The `(soft, hard)` limits of `resource`, when the file listed it.
     pub fn get(&self, resource: &Resource) -> Option<(Rlim, Rlim)> {
         self.0.get(resource.directive).copied()
+    }
+}
+
+/// Whether a process running with `got` (`(soft, hard)`) has what `Limit*=` of
+/// `resource` set to `want` gives it. systemd turns `LimitNOFILE=infinity` into the
+/// kernel's ceiling for open files, `fs.nr_open` (given as `nr_open`), so that one is
+/// in effect as either.
+pub fn in_effect(resource: &Resource, want: (Rlim, Rlim), got: (Rlim, Rlim), nr_open: Rlim) -> bool {
+    let same = |want: Rlim, got: Rlim| {
+        want == got || (resource.directive == "LimitNOFILE" && want.is_none() && got.is_some() && got == nr_open)
+    };
+    same(want.0, got.0) && same(want.1, got.1)
+}
+
+/// The kernel's ceiling for open files (`fs.nr_open`), when it can be read.
+pub fn nr_open(host: &Host) -> Rlim {
+    Key::parse("fs.nr_open")
+        .ok()
+        .and_then(|k| sysctl::read(host, &k).ok().flatten())
+        .and_then(|v| v.trim().parse().ok())
+}
+
+/// A systemd unit's main process, as systemd reports it (`systemctl show
+/// --property=MainPID --value <unit>`), with the limits it runs with.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum MainProcess {
+    /// systemd is not running on this host (a chroot, an image build): nothing runs.
+    NoSystemd,
+    /// `MainPID` is 0: the unit is stopped, failed, or not loaded.
+    NotRunning,
+    /// The unit's main process and its `/proc/<pid>/limits`.
+    Running {
+        /// The process id.
+        pid: u32,
+        /// Its limits.
+        limits: ProcessLimits,
+    },
+}
+
+impl MainProcess {
+    /// Asks systemd for `unit`'s main process and reads its limits. A process that
+    /// exits between the two is an error naming its `/proc` file.
+    pub fn of_unit(host: &Host, unit: &str) -> Result<Self> {
+        let systemd = Systemd::new(host);
+        if !systemd.is_running() {
+            return Ok(MainProcess::NoSystemd);
+        }
+        match systemd.main_pid(unit)? {
+            None => Ok(MainProcess::NotRunning),
+            Some(pid) => Ok(MainProcess::Running {
+                pid,
+                limits: ProcessLimits::read(host, pid)?,
+            }),
+        }
     }
 }
 
@@ -291,6 +353,144 @@ mod tests {
             assert!(res(d).parse(bad).is_err(), "{d}={bad}");
         }
         assert!(Resource::by_directive("LimitFOO").is_none());
+    }
+
+    /// `/proc/<pid>/limits` laid out as the kernel prints it (`fs/proc/base.c`
+    /// `proc_pid_limits`: `"%-25s %-20s %-20s %-10s\n"` for the header, each row's name
+    /// `%-25s `, each limit `unlimited` or a number `%-20s `, then the unit `%-10s\n`,
+    /// or only `\n` for the nice and real-time priorities, which have none).
+    fn kernel_layout(rows: &[(&str, &str, &str, &str)]) -> String {
+        let mut text = format!(
+            "{:<25} {:<20} {:<20} {:<10}\n",
+            "Limit", "Soft Limit", "Hard Limit", "Units"
+        );
+        for (name, soft, hard, unit) in rows {
+            text.push_str(&format!("{name:<25} {soft:<20} {hard:<20} "));
+            match unit.is_empty() {
+                true => text.push('\n'),
+                false => text.push_str(&format!("{unit:<10}\n")),
+            }
+        }
+        text
+    }
+
+    /// A containerd process of a stock node: every row the kernel prints, in its order.
+    fn containerd_rows(
+        stack_soft: &'static str,
+        stack_hard: &'static str,
+    ) -> Vec<(&'static str, &'static str, &'static str, &'static str)> {
+        vec![
+            ("Max cpu time", "unlimited", "unlimited", "seconds"),
+            ("Max file size", "unlimited", "unlimited", "bytes"),
+            ("Max data size", "unlimited", "unlimited", "bytes"),
+            ("Max stack size", stack_soft, stack_hard, "bytes"),
+            ("Max core file size", "unlimited", "unlimited", "bytes"),
+            ("Max resident set", "unlimited", "unlimited", "bytes"),
+            ("Max processes", "unlimited", "unlimited", "processes"),
+            ("Max open files", "1048576", "1048576", "files"),
+            ("Max locked memory", "8388608", "8388608", "bytes"),
+            ("Max address space", "unlimited", "unlimited", "bytes"),
+            ("Max file locks", "unlimited", "unlimited", "locks"),
+            ("Max pending signals", "1030527", "1030527", "signals"),
+            ("Max msgqueue size", "819200", "819200", "bytes"),
+            ("Max nice priority", "0", "0", ""),
+            ("Max realtime priority", "0", "0", ""),
+            ("Max realtime timeout", "unlimited", "unlimited", "us"),
+        ]
+    }
+
+    #[test]
+    fn reads_the_stack_limit_from_the_kernels_own_layout() {
+        let stack = res("LimitSTACK");
+        let l = ProcessLimits::parse(&kernel_layout(&containerd_rows("67108864", "67108864")));
+        assert_eq!(l.get(&stack), Some((Some(64 << 20), Some(64 << 20))));
+        assert_eq!(l.0.len(), RESOURCES.len(), "every row the kernel prints: {l:?}");
+        assert_eq!(
+            l.get(&res("LimitNICE")),
+            Some((Some(0), Some(0))),
+            "a row without a unit"
+        );
+        assert_eq!(l.get(&res("LimitRTPRIO")), Some((Some(0), Some(0))));
+        let l = ProcessLimits::parse(&kernel_layout(&containerd_rows("8388608", "unlimited")));
+        assert_eq!(
+            l.get(&stack),
+            Some((Some(8 << 20), None)),
+            "the kernel's default soft, unlimited hard"
+        );
+        let l = ProcessLimits::parse(&kernel_layout(&containerd_rows("unlimited", "unlimited")));
+        assert_eq!(l.get(&stack), Some((None, None)));
+        let (want_soft, want_hard) = stack.parse("64M").unwrap();
+        assert!(in_effect(
+            &stack,
+            (want_soft, want_hard),
+            (Some(67108864), Some(67108864)),
+            None
+        ));
+        assert!(!in_effect(&stack, (want_soft, want_hard), (Some(8388608), None), None));
+        assert!(in_effect(
+            &stack,
+            stack.parse("8M:infinity").unwrap(),
+            (Some(8388608), None),
+            None
+        ));
+        assert!(!in_effect(
+            &stack,
+            stack.parse("infinity").unwrap(),
+            (Some(8388608), None),
+            None
+        ));
+    }
+
+    #[test]
+    fn a_hostile_limits_file_lists_nothing_it_cannot_read() {
+        let stack = res("LimitSTACK");
+        let missing: Vec<_> = containerd_rows("67108864", "67108864")
+            .into_iter()
+            .filter(|r| r.0 != "Max stack size")
+            .collect();
+        for (what, text) in [
+            ("the stack row missing", kernel_layout(&missing)),
+            (
+                "garbage",
+                "\u{0}\u{1}binary\u{ff} garbage\nMax stack\n:::\n".to_string(),
+            ),
+            ("an empty file", String::new()),
+            (
+                "a number the kernel never prints",
+                kernel_layout(&[("Max stack size", "-1", "unlimited", "bytes")]),
+            ),
+            (
+                "beyond 64 bits",
+                kernel_layout(&[("Max stack size", "18446744073709551616", "unlimited", "bytes")]),
+            ),
+            ("one limit only", "Max stack size            8388608\n".to_string()),
+            (
+                "a unit for a limit",
+                kernel_layout(&[("Max stack size", "8M", "8M", "bytes")]),
+            ),
+            (
+                "a longer name",
+                kernel_layout(&[("Max stack sizes", "8388608", "8388608", "bytes")]),
+            ),
+        ] {
+            assert_eq!(ProcessLimits::parse(&text).get(&stack), None, "{what}: {text:?}");
+        }
+        let long = format!("Max stack size {}\n", "9".repeat(100_000));
+        assert_eq!(ProcessLimits::parse(&long).get(&stack), None, "a huge row");
+    }
+
+    #[test]
+    fn nofile_infinity_is_in_effect_as_the_kernels_ceiling() {
+        let nofile = res("LimitNOFILE");
+        let want = nofile.parse("infinity").unwrap();
+        assert!(in_effect(&nofile, want, (Some(1 << 20), Some(1 << 20)), Some(1 << 20)));
+        assert!(!in_effect(&nofile, want, (Some(1024), Some(1 << 20)), Some(1 << 20)));
+        assert!(!in_effect(
+            &res("LimitSTACK"),
+            want,
+            (Some(1 << 20), Some(1 << 20)),
+            Some(1 << 20)
+        ));
     }
 
     #[test]

@@ -18,6 +18,7 @@ pub mod command;
 mod journal;
 pub mod nofollow;
 pub mod process;
+pub mod selinux;
 pub mod systemd;
 
 use std::ffi::OsStr;
@@ -224,19 +225,25 @@ impl Host {
     /// Makes `path` hold `content` with permission bits `mode`, atomically (exclusive
     /// temporary in the same directory, fsync, rename), creating parent directories
     /// (0755). Refuses a path that is, or lies under, a symbolic link (see
-    /// [`crate::host::nofollow`]); removes stale temporaries of `path` first. Does nothing
-    /// when the file already matches; returns whether it wrote.
+    /// [`crate::host::nofollow`]); removes stale temporaries of `path` first. A replaced
+    /// file's SELinux label goes to its successor; a created one gets the policy's
+    /// label where SELinux is enabled ([`selinux`]). Does nothing when the file already
+    /// matches; returns whether it wrote.
     pub fn write(&self, path: impl AsRef<Path>, content: &[u8], mode: u32) -> Result<bool, HostError> {
         let path = path.as_ref();
         let (dir, name) = self.parent(path, Missing::Create, "write")?.expect("created");
         dir.sweep_temporaries(name)?;
-        if dir.read(name, "write", path)? == Some((content.to_vec(), mode)) {
+        let existing = dir.read(name, "write", path)?;
+        if existing.as_ref().is_some_and(|(c, m)| c == content && *m == mode) {
             return Ok(false);
         }
         self.journal_before(path)?;
         dir.write_file(name, content, mode)
             .map_err(|e| HostError::io("write", path, e))?;
         log::debug!("wrote {}", path.display());
+        if existing.is_none() {
+            selinux::label_created(self, path);
+        }
         Ok(true)
     }
 
