@@ -13,7 +13,10 @@
 //!
 //! Static linking: `-C target-feature=+crt-static` for the chosen target (glibc or
 //! musl), passed through `CARGO_ENCODED_RUSTFLAGS` so that only the target's
-//! artifacts get it (build scripts and proc-macros stay dynamic, as they must).
+//! artifacts get it (build scripts and proc-macros stay dynamic, as they must). The
+//! workspace and cargo's home are remapped (`--remap-path-prefix`, [`path_remaps`])
+//! so that the binaries do not depend on where the checkout or the registry's
+//! sources are: the release's binaries are the bytes anyone building the tag gets.
 //!
 //! Cross-compiling (a target of another architecture than this machine's) uses the
 //! cross linker [`platform::cross_toolchain`] names, unless the caller set cargo's
@@ -61,18 +64,36 @@ pub fn host_triple() -> Result<String, ToolError> {
         .ok_or_else(|| DistError::NoHostTriple { rustc }.into())
 }
 
-/// The rustflags for a static build: the caller's `RUSTFLAGS` plus crt-static.
-pub fn static_rustflags(existing: Option<&str>) -> String {
-    let mut flags: Vec<&str> = existing.unwrap_or("").split_whitespace().collect();
-    flags.push("-Ctarget-feature=+crt-static");
+/// The rustflags for a static build: the caller's `RUSTFLAGS`, the `remaps`
+/// (`--remap-path-prefix=FROM=TO`, see [`path_remaps`]) and crt-static.
+pub fn static_rustflags(existing: Option<&str>, remaps: &[(PathBuf, &str)]) -> String {
+    let mut flags: Vec<String> = existing.unwrap_or("").split_whitespace().map(str::to_string).collect();
+    for (from, to) in remaps {
+        flags.push(format!("--remap-path-prefix={}={to}", from.display()));
+    }
+    flags.push("-Ctarget-feature=+crt-static".into());
     flags.join("\x1f")
 }
 
-/// A `cargo <subcommand> --target <target>` as dist runs it, in `root`: the
+/// The paths a binary would otherwise carry (in panic locations and debug strings)
+/// that differ from one machine or checkout to another: the workspace, as
+/// `/skyhook-packages`, and cargo's home (the registry's sources), as `/cargo`. With
+/// them remapped, a commit builds the same bytes wherever it is checked out.
+pub fn path_remaps(workspace: &Path) -> Vec<(PathBuf, &'static str)> {
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(PathBuf::from)
+        .or_else(|| std::env::var_os("HOME").map(|h| Path::new(&h).join(".cargo")));
+    let workspace = fs::canonicalize(workspace).unwrap_or_else(|_| workspace.to_path_buf());
+    let mut remaps = vec![(workspace, "/skyhook-packages")];
+    remaps.extend(cargo_home.map(|c| (fs::canonicalize(&c).unwrap_or(c), "/cargo")));
+    remaps
+}
+
+/// A `cargo <subcommand…> --target <target>` as dist runs it, in `root`: the
 /// toolchain that has the target's standard library ([`toolchain::for_target`]), the
 /// cross linker when the target is of another architecture, and `+crt-static`.
 /// Also how `skyhook-pkg test` runs the tests for another architecture.
-pub fn cargo_for(root: &Path, subcommand: &str, target: &str) -> Result<Command, ToolError> {
+pub fn cargo_for(root: &Path, subcommand: &[&str], target: &str) -> Result<Command, ToolError> {
     let rust = toolchain::for_target(target)?;
     let mut cmd = Command::new(&rust.cargo);
     if let Some(rustc) = &rust.rustc {
@@ -82,10 +103,11 @@ pub fn cargo_for(root: &Path, subcommand: &str, target: &str) -> Result<Command,
         cmd.env("RUSTDOC", rustdoc);
     }
     cmd.current_dir(root)
-        .args([subcommand, "--target", target])
+        .args(subcommand)
+        .args(["--target", target])
         .env(
             "CARGO_ENCODED_RUSTFLAGS",
-            static_rustflags(std::env::var("RUSTFLAGS").ok().as_deref()),
+            static_rustflags(std::env::var("RUSTFLAGS").ok().as_deref(), &path_remaps(root)),
         )
         .env_remove("RUSTFLAGS");
     let host = host_triple()?;
@@ -97,17 +119,40 @@ pub fn cargo_for(root: &Path, subcommand: &str, target: &str) -> Result<Command,
         }
     }
     errln!(
-        "cargo {subcommand} for {target} (static) with {} ({})",
+        "cargo {} for {target} (static) with {} ({})",
+        subcommand.join(" "),
         rust.cargo.display(),
         rust.version()
     );
     Ok(cmd)
 }
 
+/// How dist runs cargo's build.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub enum Build {
+    /// `cargo build`.
+    #[default]
+    Plain,
+    /// `cargo auditable build` (cargo-auditable): the binary carries the list of
+    /// crates it was built from, compressed in a section of its own, which SBOM tools
+    /// and vulnerability scanners read (a static binary has no package database).
+    Auditable,
+}
+
+impl Build {
+    /// The cargo subcommand words.
+    fn words(self) -> &'static [&'static str] {
+        match self {
+            Build::Plain => &["build"],
+            Build::Auditable => &["auditable", "build"],
+        }
+    }
+}
+
 /// Builds the release binaries of `packages` for `target`; returns the directory
 /// holding them.
-pub fn build(root: &Path, packages: &[String], target: &str) -> Result<PathBuf, ToolError> {
-    let mut cmd = cargo_for(root, "build", target)?;
+pub fn build(root: &Path, packages: &[String], target: &str, how: Build) -> Result<PathBuf, ToolError> {
+    let mut cmd = cargo_for(root, how.words(), target)?;
     cmd.arg("--release");
     for p in packages {
         cmd.args(["-p", p]);
@@ -270,8 +315,14 @@ pub fn target_out(out: &Path, target: &str, several: bool) -> PathBuf {
 }
 
 /// Builds and assembles `selected` for `target` into `out`, checking every tree.
-fn dist_target(root: &Path, selected: &[String], target: &str, out: &Path) -> Result<Vec<Assembled>, ToolError> {
-    let bin_dir = build(root, selected, target)?;
+fn dist_target(
+    root: &Path,
+    selected: &[String],
+    target: &str,
+    out: &Path,
+    how: Build,
+) -> Result<Vec<Assembled>, ToolError> {
+    let bin_dir = build(root, selected, target, how)?;
     let mut rows = Vec::new();
     for name in selected {
         let tree = out.join(name);
@@ -298,7 +349,7 @@ fn dist_target(root: &Path, selected: &[String], target: &str, out: &Path) -> Re
 
 /// `skyhook-pkg dist [packages] [--target TRIPLE|all] [--out]`: true when every tree
 /// is valid and every binary static and of its target's architecture.
-pub fn run(packages: &[String], target: Option<&str>, out: Option<&Path>) -> Result<bool, ToolError> {
+pub fn run(packages: &[String], target: Option<&str>, out: Option<&Path>, how: Build) -> Result<bool, ToolError> {
     let root = workspace::root();
     let known = workspace::packages(&root);
     let selected: Vec<String> = if packages.is_empty() {
@@ -318,6 +369,7 @@ pub fn run(packages: &[String], target: Option<&str>, out: Option<&Path>) -> Res
             &selected,
             t,
             &target_out(&out, t, targets.len() > 1),
+            how,
         )?);
     }
     out!("\n{}", table(&rows));
@@ -355,9 +407,13 @@ mod tests {
 
     #[test]
     fn static_flag_is_added_to_the_callers_flags() {
-        assert_eq!(static_rustflags(None), "-Ctarget-feature=+crt-static");
+        assert_eq!(static_rustflags(None, &[]), "-Ctarget-feature=+crt-static");
         assert_eq!(
-            static_rustflags(Some(" -Copt-level=2  -g ")),
+            static_rustflags(None, &[(PathBuf::from("/w"), "/skyhook-packages")]),
+            "--remap-path-prefix=/w=/skyhook-packages\x1f-Ctarget-feature=+crt-static"
+        );
+        assert_eq!(
+            static_rustflags(Some(" -Copt-level=2  -g "), &[]),
             "-Copt-level=2\x1f-g\x1f-Ctarget-feature=+crt-static"
         );
     }

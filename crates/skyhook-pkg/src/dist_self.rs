@@ -18,7 +18,7 @@ pub fn run(target: Option<&str>, out: &Path) -> Result<bool, ToolError> {
         Some(t) => t.to_string(),
         None => dist::host_triple()?,
     };
-    let built = dist::build(&root, &["skyhook-pkg".to_string()], &target)?.join("skyhook-pkg");
+    let built = dist::build(&root, &["skyhook-pkg".to_string()], &target, dist::Build::Plain)?.join("skyhook-pkg");
     if let Some(parent) = out.parent().filter(|p| !p.as_os_str().is_empty()) {
         fs::create_dir_all(parent).map_err(|e| ToolError::io("create the --out directory", parent, e))?;
     }

@@ -105,6 +105,9 @@ pub enum ToolError {
     /// `test --target` cannot run the tests.
     #[error(transparent)]
     Test(#[from] TestError),
+    /// `image` cannot build or run an image.
+    #[error(transparent)]
+    Image(#[from] ImageError),
     /// An SCR package entry's interrupt is refused.
     #[error("package entry {entry:?}: {source} (`skyhook-pkg lint` lists every finding)")]
     Interrupt {
@@ -382,6 +385,45 @@ pub struct NoStd {
     pub default: PathBuf,
     /// The cross toolchain's compiler, tried next.
     pub cross: PathBuf,
+}
+
+/// What goes wrong in `image` beyond a file operation or a program that would not start.
+#[derive(Debug, thiserror::Error)]
+pub enum ImageError {
+    /// A container tool (buildah, podman, apt-get, tar…) failed.
+    #[error("{command} failed ({status}): {output}")]
+    Failed {
+        /// The command line, as far as it says what was done.
+        command: String,
+        /// How it ended.
+        status: ExitStatus,
+        /// The end of what it printed (bounded).
+        output: String,
+    },
+    /// A platform's package tree is missing from the build context.
+    #[error(
+        "{} is missing: the image copies the tree `skyhook-pkg dist --target all --out <context>/dist` \
+         assembles; run it first",
+        tree.display()
+    )]
+    NoTree {
+        /// The tree the Dockerfile copies.
+        tree: PathBuf,
+    },
+    /// No time to stamp the image with.
+    #[error(
+        "no build time: set SOURCE_DATE_EPOCH (seconds since 1970) or build in a git checkout \
+         (the time of its HEAD commit is used)"
+    )]
+    NoTimestamp,
+    /// An OCI layout that does not hold what the tool wrote into it.
+    #[error("OCI layout {}: {why}", layout.display())]
+    Layout {
+        /// The layout directory.
+        layout: PathBuf,
+        /// What is wrong.
+        why: String,
+    },
 }
 
 /// A Docker platform the images are not built for.

@@ -10,7 +10,7 @@
 //!   effective settings of one, before a rollout.
 //! - `dist-self`: builds skyhook-pkg itself statically (for the VM test tier's guest).
 //! - `test`: the tests built for another target as `dist` builds it (aarch64 under qemu-user).
-//! - `platform`, `dockerfiles`: the images (see ci/README.md).
+//! - `platform`, `dockerfiles`, `image`: the images (see ci/README.md).
 //! - `tag`, `notes`, `changed`: the release process (see ci/README.md).
 //!
 //! Every line goes out through [`console`], which handles a failed write once for
@@ -25,10 +25,11 @@ mod agent;
 mod changed;
 mod dist;
 mod dist_self;
+mod dockerfiles;
 mod elf;
 mod error;
 mod figures;
-mod images;
+mod image;
 mod lint;
 mod notes;
 mod packages;
@@ -74,6 +75,10 @@ enum Command {
         /// Output directory (default: <workspace>/dist).
         #[arg(long)]
         out: Option<PathBuf>,
+        /// Build with cargo-auditable (`cargo auditable build`): the binaries list their
+        /// crates for SBOM tools and scanners.
+        #[arg(long)]
+        auditable: bool,
     },
     /// Run a package's modes locally, as the agent runs them on a node.
     Run(Box<run::RunArgs>),
@@ -97,6 +102,9 @@ enum Command {
         #[arg(long)]
         build: Option<String>,
     },
+    /// Build package images with buildah and check them as the operator runs them (see ci/README.md).
+    #[command(subcommand)]
+    Image(image::ImageCommand),
     /// Check the package Dockerfiles against ci/Dockerfile.in, or regenerate them.
     Dockerfiles {
         /// Write the Dockerfiles instead of reporting the stale ones.
@@ -123,6 +131,9 @@ enum Command {
         /// Assembled package trees (dist/<package> or an image's /skyhook-package), one per platform.
         #[arg(long = "tree")]
         trees: Vec<PathBuf>,
+        /// The pushed image, <name>:<tag>@sha256:<digest>: its digest and how to verify it.
+        #[arg(long)]
+        image: Option<String>,
     },
     /// Print which package images a change affects, as packages=<JSON array>.
     Changed {
@@ -178,18 +189,34 @@ fn main() -> ExitCode {
     let cli = Cli::parse();
     let result = match cli.command {
         Command::Validate { paths } => validate::run(&paths),
-        Command::Dist { packages, target, out } => dist::run(&packages, target.as_deref(), out.as_deref()),
+        Command::Dist {
+            packages,
+            target,
+            out,
+            auditable,
+        } => dist::run(
+            &packages,
+            target.as_deref(),
+            out.as_deref(),
+            if auditable {
+                dist::Build::Auditable
+            } else {
+                dist::Build::Plain
+            },
+        ),
         Command::Run(args) => run::run(&args),
         Command::Lint { scrs, format } => lint::run(&scrs, format),
         Command::Profiles(command) => profiles::run(&command),
         Command::Platform { target_platform, build } => platform::run(&target_platform, build.as_deref()),
-        Command::Dockerfiles { write } => images::run(write),
+        Command::Image(command) => image::run(&command),
+        Command::Dockerfiles { write } => dockerfiles::run(write),
         Command::Tag { tag, registry, owner } => release::run(&tag, &registry, owner.as_deref()),
         Command::Notes {
             package,
             version,
             trees,
-        } => notes::run(&package, &version, &trees),
+            image,
+        } => notes::run(&package, &version, &trees, image.as_deref()),
         Command::Changed { paths, base, head } => changed::run(&paths, base.as_deref(), &head),
         Command::Test {
             target,

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
-//! `skyhook-pkg notes <package> <version> [--tree DIR]…`: the release notes of a
-//! version — its CHANGELOG section (the text under `## <version>` up to the next
-//! `## ` heading) followed, when assembled trees are given, by a table of the
-//! binary sizes per platform.
+//! `skyhook-pkg notes <package> <version> [--tree DIR]… [--image NAME:TAG@DIGEST]`:
+//! the release notes of a version — its CHANGELOG section (the text under
+//! `## <version>` up to the next `## ` heading) followed, when assembled trees are
+//! given, by a table of the binary sizes per platform, and, when the pushed image is
+//! given, its digest with the commands that pull it by digest and verify its
+//! signature and provenance.
 
 use std::fs;
 use std::path::{Path, PathBuf};
@@ -82,8 +84,36 @@ pub fn size_table(package: &str, binaries: &[Binary]) -> String {
     s
 }
 
-/// The release notes: the changelog section, then the size table when `trees` are given.
-pub fn notes(root: &Path, package: &str, version: &str, trees: &[PathBuf]) -> Result<String, ToolError> {
+/// The image section of the notes for the pushed `image`, `<name>:<tag>@sha256:<hex>`;
+/// `None` when it is not of that shape.
+pub fn image_section(image: &str) -> Option<String> {
+    let (tagged, digest) = image.split_once('@')?;
+    let hex = digest.strip_prefix("sha256:")?;
+    if hex.len() != 64 || !hex.bytes().all(|b| b.is_ascii_hexdigit()) {
+        return None;
+    }
+    let slash = tagged.rfind('/')?;
+    let (name, _tag) = tagged.split_at(slash + tagged[slash..].find(':')?);
+    let owner = name.split('/').nth(1)?;
+    let by_digest = format!("{name}@{digest}");
+    Some(format!(
+        "### Image\n\n`{tagged}` (linux/amd64, linux/arm64), index digest `{digest}`. Pull it by digest:\n\n\
+         ```sh\n{by_digest}\n```\n\nThe release signed it (cosign, keyless) and attested its build provenance:\n\n\
+         ```sh\ncosign verify {by_digest} \\\n  --certificate-oidc-issuer https://token.actions.githubusercontent.com \\\n  \
+         --certificate-identity-regexp '^https://github.com/{owner}/.+/.github/workflows/release.yml@refs/tags/'\n\
+         gh attestation verify oci://{by_digest} --owner {owner}\n```\n"
+    ))
+}
+
+/// The release notes: the changelog section, then the size table when `trees` are
+/// given, then the image section when the pushed `image` is given.
+pub fn notes(
+    root: &Path,
+    package: &str,
+    version: &str,
+    trees: &[PathBuf],
+    image: Option<&str>,
+) -> Result<String, ToolError> {
     let known = workspace::packages(root);
     if !known.iter().any(|p| p == package) {
         return Err(ToolError::unknown_package(package, &known));
@@ -98,12 +128,21 @@ pub fn notes(root: &Path, package: &str, version: &str, trees: &[PathBuf]) -> Re
         s.push('\n');
         s.push_str(&size_table(package, &binaries));
     }
+    if let Some(image) = image {
+        let section = image_section(image).ok_or_else(|| {
+            ToolError::usage(format!(
+                "--image {image:?} is not <name>:<tag>@sha256:<64 hex digits> (the pushed image and its index digest)"
+            ))
+        })?;
+        s.push('\n');
+        s.push_str(&section);
+    }
     Ok(s)
 }
 
-/// `skyhook-pkg notes <package> <version> [--tree DIR]…`.
-pub fn run(package: &str, version: &str, trees: &[PathBuf]) -> Result<bool, ToolError> {
-    out!("{}", notes(&workspace::root(), package, version, trees)?);
+/// `skyhook-pkg notes <package> <version> [--tree DIR]… [--image NAME:TAG@DIGEST]`.
+pub fn run(package: &str, version: &str, trees: &[PathBuf], image: Option<&str>) -> Result<bool, ToolError> {
+    out!("{}", notes(&workspace::root(), package, version, trees, image)?);
     Ok(true)
 }
 
@@ -168,7 +207,7 @@ mod tests {
         fs::create_dir_all(tree.join("skyhook_dir")).unwrap();
         fs::copy("/bin/sh", tree.join("skyhook_dir/demo")).unwrap();
         let size = fs::metadata("/bin/sh").unwrap().len();
-        let n = notes(d.path(), "demo", "2.0.0", std::slice::from_ref(&tree)).unwrap();
+        let n = notes(d.path(), "demo", "2.0.0", std::slice::from_ref(&tree), None).unwrap();
         let platform = platform::platform_of_arch(std::env::consts::ARCH).unwrap();
         assert!(n.starts_with("- Rewritten in Rust."), "{n}");
         assert!(n.contains("### Binary sizes"), "{n}");
@@ -180,19 +219,50 @@ mod tests {
             "{n}"
         );
         assert_eq!(
-            notes(d.path(), "demo", "2.0.0", &[]).unwrap(),
+            notes(d.path(), "demo", "2.0.0", &[], None).unwrap(),
             format!("{}\n", section(CHANGELOG, "2.0.0").unwrap())
         );
-        let e = notes(d.path(), "other", "2.0.0", &[]).unwrap_err();
+        let e = notes(d.path(), "other", "2.0.0", &[], None).unwrap_err();
         assert!(
             matches!(&e, ToolError::UnknownPackage { name, known } if name == "other" && known == &["demo"]),
             "{e}"
         );
-        let e = notes(d.path(), "demo", "2.0.0", &[d.path().join("missing")]).unwrap_err();
+        let e = notes(d.path(), "demo", "2.0.0", &[d.path().join("missing")], None).unwrap_err();
         assert!(
             matches!(&e, ToolError::Io { path, .. } if path == &d.path().join("missing/skyhook_dir/demo")),
             "{e}"
         );
+    }
+
+    #[test]
+    fn notes_name_the_pushed_digest_and_how_to_verify_it() {
+        let digest = format!("sha256:{}", "ab".repeat(32));
+        let image = format!("ghcr.io/nvidia/skyhook-packages/tuning:2.0.0@{digest}");
+        let s = image_section(&image).unwrap();
+        assert!(s.contains(&format!("index digest `{digest}`")), "{s}");
+        assert!(
+            s.contains(&format!("\nghcr.io/nvidia/skyhook-packages/tuning@{digest}\n")),
+            "{s}"
+        );
+        assert!(
+            s.contains("cosign verify ghcr.io/nvidia/skyhook-packages/tuning@sha256:"),
+            "{s}"
+        );
+        assert!(
+            s.contains("github.com/nvidia/.+/.github/workflows/release.yml@refs/tags/"),
+            "{s}"
+        );
+        assert!(
+            s.contains("gh attestation verify oci://ghcr.io/nvidia/skyhook-packages/tuning@sha256:"),
+            "{s}"
+        );
+        for bad in [
+            "ghcr.io/nvidia/skyhook-packages/tuning:2.0.0".to_string(),
+            "ghcr.io/nvidia/skyhook-packages/tuning:2.0.0@sha256:abc".to_string(),
+            format!("ghcr.io/nvidia/skyhook-packages/tuning@{digest}"),
+        ] {
+            assert_eq!(image_section(&bad), None, "{bad}");
+        }
     }
 
     #[test]

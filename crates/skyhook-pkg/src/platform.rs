@@ -3,13 +3,14 @@
 //! (`linux/amd64`, `linux/arm64`) is built with, and which cross toolchain a build
 //! machine of another architecture needs for it.
 //!
-//! The images cross-compile: the build stage runs on the build machine's own
-//! architecture (`FROM --platform=$BUILDPLATFORM`) and produces the target's binary
-//! with the `<arch>-unknown-linux-gnu` target, `+crt-static`, and Debian's cross gcc
-//! as the linker (glibc's static archives come from `libc6-dev-<debian-arch>-cross`),
-//! exactly as a developer's `skyhook-pkg dist --target` does: `ci/setup-toolchain`
-//! installs the cross toolchain, `dist` picks the compiler ([`crate::toolchain`]) and
-//! sets the linker. `skyhook-pkg platform` prints the decision for the Dockerfile.
+//! `skyhook-pkg dist --target all` builds every published platform's tree on the
+//! build machine with the `<arch>-unknown-linux-gnu` target, `+crt-static`, and
+//! Debian's cross gcc as the linker for the other architecture (glibc's static
+//! archives come from `libc6-dev-<debian-arch>-cross`; `ci/setup-toolchain` installs
+//! them, [`crate::toolchain`] picks the compiler); the images copy those trees
+//! ([`published`]: the Dockerfile's tree stages, one per platform). `skyhook-pkg
+//! platform` prints the target and whether a cross toolchain is needed, for scripts
+//! that build one platform.
 
 use crate::error::{ToolError, UnsupportedPlatform};
 
@@ -46,6 +47,12 @@ pub fn platform_of_arch(arch: &str) -> Option<String> {
         .iter()
         .find(|(_, rust, _)| *rust == arch)
         .map(|(docker, ..)| format!("linux/{docker}"))
+}
+
+/// The published architectures, in publishing order: (Docker arch, target triple),
+/// e.g. (`amd64`, `x86_64-unknown-linux-gnu`).
+pub fn published() -> Vec<(&'static str, String)> {
+    ARCHES.iter().map(|(docker, rust, _)| (*docker, triple(rust))).collect()
 }
 
 /// The target triples of every published platform, in publishing order.

@@ -172,7 +172,7 @@ pub fn resolve_tree(package: &str) -> Result<PackageTree, ToolError> {
     ];
     if is_stale(&tree.join("skyhook_dir").join(package), &sources) {
         errln!("dist/{package} is missing or older than its sources: assembling it");
-        if !dist::run(&[package.to_string()], None, None)? {
+        if !dist::run(&[package.to_string()], None, None, dist::Build::Plain)? {
             return Err(crate::error::DistError::InvalidTree {
                 package: package.to_string(),
             }

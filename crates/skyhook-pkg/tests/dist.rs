@@ -3,7 +3,8 @@
 //! layout, validated, and its binary is static — proven by running it in an empty
 //! chroot, where no dynamic loader or library exists. The dist binaries are also
 //! proven to ignore the test-only hooks (`SKYHOOK_HOST_ROOT`, `SKYHOOK_HOST_COMMANDS`)
-//! and to end cleanly on a non-UTF-8 mode or an unwritable stdout.
+//! and to end cleanly on a non-UTF-8 mode or an unwritable stdout, and to carry no
+//! path of the machine that built them.
 
 use std::fs;
 use std::os::unix::ffi::OsStrExt;
@@ -72,8 +73,28 @@ fn dist_assembles_static_binaries_that_run_in_an_empty_chroot() {
     }
     for p in PACKAGES {
         ends_cleanly_on_odd_arguments_and_a_full_stdout(&dist.join(p).join("skyhook_dir").join(p));
+        carries_no_path_of_this_machine(&dist.join(p).join("skyhook_dir").join(p));
     }
     ignores_the_test_hooks(&dist.join("tuning/skyhook_dir/tuning"));
+}
+
+/// The binary names neither this checkout nor cargo's home (the registry's sources):
+/// dist remaps both, so another checkout, machine or CI runner builds the same bytes.
+fn carries_no_path_of_this_machine(binary: &Path) {
+    let bytes = fs::read(binary).unwrap();
+    let workspace = fs::canonicalize(concat!(env!("CARGO_MANIFEST_DIR"), "/../..")).unwrap();
+    let cargo_home = std::env::var_os("CARGO_HOME")
+        .map(std::path::PathBuf::from)
+        .unwrap_or_else(|| Path::new(&std::env::var_os("HOME").unwrap()).join(".cargo"));
+    for path in [workspace, fs::canonicalize(&cargo_home).unwrap_or(cargo_home)] {
+        let needle = path.as_os_str().as_bytes();
+        assert!(
+            !bytes.windows(needle.len()).any(|w| w == needle),
+            "{} holds the path {}",
+            binary.display(),
+            path.display()
+        );
+    }
 }
 
 /// A non-UTF-8 mode exits 2 with a message; `--help` and `--version` with stdout

@@ -76,7 +76,7 @@ pub fn run(
 /// `cargo test --no-run` for `target`: the test binaries it built, by label; `None`
 /// when the build failed (cargo has said why).
 fn build(target: &str, cargo_args: &[String]) -> Result<Option<Vec<Binary>>, ToolError> {
-    let mut cmd = dist::cargo_for(&workspace::root(), "test", target)?;
+    let mut cmd = dist::cargo_for(&workspace::root(), &["test"], target)?;
     cmd.args(["--no-run", "--message-format=json-render-diagnostics"])
         .args(cargo_args)
         .stdout(Stdio::piped())

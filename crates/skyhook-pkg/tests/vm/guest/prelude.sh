@@ -1,4 +1,5 @@
 # SPDX-License-Identifier: Apache-2.0
+# shellcheck shell=bash
 # The start of every boot's script (the VM tier; see vm.rs). The script runs as root
 # in a systemd service, under bash, in $OUT; a failing command ends it.
 set -euo pipefail
@@ -44,7 +45,9 @@ expect_exists() {
 # expect_gone PATH...: no path exists.
 expect_gone() {
     local p
-    for p; do ! [ -e "$p" ] && ! [ -L "$p" ] || fail "$p is still there"; done
+    for p; do
+        if [ -e "$p" ] || [ -L "$p" ]; then fail "$p is still there"; fi
+    done
     echo "guest check: absent: $*"
 }
 
@@ -80,11 +83,12 @@ expect_same_snapshot() {
 # expects it to have added, removed or modified nothing under the paths (modification
 # times compared, so even a file rewritten with the same content counts).
 expect_untouched() {
-    local what=$1 paths=$2 before
+    local what=$1 paths=$2 before list
     shift 2
-    before=$(find $paths -xdev -printf '%y %m %T@ %p %l\n' 2>/dev/null | sort)
+    read -r -a list <<< "$paths"
+    before=$(find "${list[@]}" -xdev -printf '%y %m %T@ %p %l\n' 2>/dev/null | sort)
     "$@"
-    diff <(echo "$before") <(find $paths -xdev -printf '%y %m %T@ %p %l\n' 2>/dev/null | sort) >&2 ||
+    diff <(echo "$before") <(find "${list[@]}" -xdev -printf '%y %m %T@ %p %l\n' 2>/dev/null | sort) >&2 ||
         fail "$what: $* changed $paths (diff above)"
     echo "guest check: $what: nothing under $paths changed"
 }
