@@ -7,8 +7,8 @@ use skyhook_core::os::pkgmgr::{PackageManager, Retry};
 use skyhook_core::records::receipt::InstallReceipt;
 use skyhook_core::{Checklist, Outcome, Result, Step};
 
-use crate::{activate, bootloader};
 use crate::deploy::{self, State};
+use crate::{activate, bootloader};
 
 /// The distribution package and the systemd unit.
 pub const TUNED: &str = "tuned";
