@@ -9,10 +9,12 @@
 //! node, [`main_conf`] the tuned-main.conf options, [`legacy`] what the bash version left, [`effective`] the reviewable
 //! settings of each combination (`skyhook_core::profile::Catalog`), [`host_steps`] the
 //! host changes beyond tuned profiles a service ships for an accelerator (`oci` × `gb300`),
-//! [`grub`] the services' GRUB drop-ins (rke2's decided as upstream's step, GRUB
-//! regenerated on Debian-family nodes), [`grub_d`] their refusal on RHEL-like hosts,
+//! [`grub`] the services' GRUB drop-ins (eks's and aks's left to tuned on RHEL-like
+//! hosts, rke2's decided as upstream's step, GRUB regenerated on Debian-family nodes),
+//! [`grub_d`] the refusal of the drop-ins still left on RHEL-like hosts (oci × gb300),
 //! [`runtime_limits`] the container runtime's running limits against its drop-in,
-//! [`sysctl_conflicts`] the chain's sysctls that a tuning entry sets otherwise.
+//! [`sysctl_conflicts`] the chain's sysctls that a tuning entry sets otherwise,
+//! [`review`] what lint asks of the package.
 
 pub mod accelerator;
 pub mod catalog;
