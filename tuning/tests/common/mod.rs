@@ -87,6 +87,9 @@ pub fn node() -> Node {
             "/proc/cmdline",
             "BOOT_IMAGE=/boot/vmlinuz root=UUID=1 ro console=tty1 console=ttyS0\n",
         );
+    // An x86_64 node, whatever the test binary's architecture (the aarch64 step runs
+    // these tests as aarch64 binaries, whose own architecture is the fallback).
+    n.file("/proc/sys/kernel/arch", "x86_64\n");
     hugepage_sizes(&n, &X86_64_HUGEPAGES, 2048);
     std::fs::remove_file(n.path("/etc/sysctl.d/99-sysctl.conf")).unwrap();
     std::os::unix::fs::symlink("../sysctl.conf", n.path("/etc/sysctl.d/99-sysctl.conf")).unwrap();
