@@ -23,6 +23,7 @@
 mod apt_sources;
 mod arch;
 mod cache;
+mod catalog;
 // The chroot tier's cached Debian roots and its qemu-user registration: a foreign
 // guest's image starts from that root (`image`), not from a second emulated
 // debootstrap. Not every item of them is used here.
