@@ -93,6 +93,23 @@ impl Desired {
         ConfigMaps::from_entries(profiles.chain(active))
     }
 
+    /// The chain's bootloader options as tuned's plan lists those of the active
+    /// profiles (`active <profile> [section] option=value`), in the order tuned loads
+    /// the chain (the base first), for `tuned::bootloader::kernel_args`.
+    pub fn bootloader_chain(&self) -> Vec<String> {
+        self.rendered
+            .profiles
+            .iter()
+            .rev()
+            .filter_map(|p| tuned::conf::Conf::parse(&p.text).ok().map(|c| (p, c)))
+            .flat_map(|(p, c)| {
+                c.bootloader()
+                    .into_iter()
+                    .map(move |o| format!("active {} {o}", p.name))
+            })
+            .collect()
+    }
+
     /// The files deployed with the profiles, by host path.
     pub fn files(&self) -> BTreeMap<PathBuf, Vec<u8>> {
         self.rendered

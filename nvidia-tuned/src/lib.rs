@@ -99,13 +99,17 @@ fn main_conf_store(step: &Step) -> StateStore<'_> {
     StateStore::new(&step.host, main_conf::STATE_KIND, step.ctx.package_name())
 }
 
-/// config: choose and render, hand the request to tuned (validation, deploy,
+/// config: choose and render, refuse a huge page size the running kernel cannot
+/// register, hand the request to tuned (validation, deploy,
 /// reconcile, activation), set tuned-main.conf's options (restarting tuned when they
 /// change), regenerate GRUB for the services' drop-ins, run the host steps, say which
 /// interrupt the change needs.
 fn config(step: &Step) -> Result<Outcome> {
     let catalog = Catalog::embedded();
     let desired = Desired::read(step, &catalog)?;
+    // Before any change (the GRUB ledger, the host steps): a huge page size the
+    // running kernel cannot register (gb200's 512M on a 4k or 16k kernel).
+    tuned::bootloader::refuse_unregistrable_hugepages(&step.host, &desired.bootloader_chain())?;
     let mut host_plan = host_steps::Plan::read(step, desired.rendered.host.clone(), desired.spcx_cc)?;
     grub_d::refuse_on_rhel_like(step, &desired, &host_plan)?;
     host_plan.preflight(step)?;
@@ -147,7 +151,8 @@ fn config(step: &Step) -> Result<Outcome> {
     Ok(Outcome::needs(needs))
 }
 
-/// config-check / post-interrupt-check: tuned's checks of the same request, and the
+/// config-check / post-interrupt-check: tuned's checks of the same request (after
+/// the reboot, each huge page pool of the chain reserved for its size), and the
 /// tuned-main.conf options.
 fn check(step: &Step, verify: Verify) -> Result<Outcome> {
     let catalog = Catalog::embedded();

@@ -12,8 +12,15 @@
 //! On an ostree-managed host (RHEL CoreOS, RHEL image mode / bootc) the kernel
 //! arguments belong to the deployment: config refuses, before any change, to make
 //! active a profile chain with bootloader options ([`refuse_on_image_mode`]).
+//!
+//! The huge pages the active chain's kernel arguments ask for ([`kernel_args`]) go
+//! through core's `boot::hugepages`: config refuses, before any change, a
+//! `hugepagesz=`/`default_hugepagesz=` the running kernel cannot register
+//! ([`refuse_unregistrable_hugepages`]), and post-interrupt-check proves each
+//! `hugepages=` pool reserved for its size.
 
 use skyhook_core::boot::config::BootConfig;
+use skyhook_core::boot::hugepages;
 use skyhook_core::error::bounded_list;
 use skyhook_core::os::distro::image_mode;
 use skyhook_core::{Error, Host, Result, Step};
@@ -73,6 +80,72 @@ pub fn refuse_on_image_mode(host: &Host, chain: &[String]) -> Result<()> {
     )))
 }
 
+/// The kernel arguments the active profiles' bootloader options put on the boot
+/// line, in order (`chain`: [`crate::plan::Plan::bootloader`]'s entries, or the state's
+/// record of them; only those starting with `active ` count). The options are merged
+/// as tuned merges a profile chain: an including profile's option of the same section
+/// and name replaces the included one's, where that one stood; `cmdline` and every
+/// `cmdline_<suffix>` reach the line. A token holding a tuned expansion (`${…}`) is
+/// known only on the node and is left out, as is one tuned removes (a leading `-`);
+/// a leading `+` (append) is dropped.
+pub fn kernel_args(chain: &[String]) -> Vec<String> {
+    let mut merged: Vec<(String, String, String)> = Vec::new();
+    for entry in chain {
+        let Some(rest) = entry.strip_prefix("active ") else {
+            continue;
+        };
+        let Some((_profile, option)) = rest.split_once(' ') else {
+            continue;
+        };
+        let Some((section, assignment)) = option.strip_prefix('[').and_then(|o| o.split_once("] ")) else {
+            continue;
+        };
+        let Some((name, value)) = assignment.split_once('=') else {
+            continue;
+        };
+        if !(name == "cmdline" || name.starts_with("cmdline_")) {
+            continue;
+        }
+        match merged.iter_mut().find(|(s, n, _)| s == section && n == name) {
+            Some(slot) => slot.2 = value.to_string(),
+            None => merged.push((section.to_string(), name.to_string(), value.to_string())),
+        }
+    }
+    merged
+        .iter()
+        .flat_map(|(_, _, value)| value.split_whitespace())
+        .filter(|t| !t.contains("${") && !t.starts_with('-'))
+        .map(|t| t.strip_prefix('+').unwrap_or(t).to_string())
+        .collect()
+}
+
+/// Where the active chain's kernel arguments come from, for messages.
+pub fn chain_source(chain: &[String]) -> String {
+    let mut names: Vec<&str> = Vec::new();
+    for name in chain
+        .iter()
+        .filter_map(|e| e.strip_prefix("active "))
+        .filter_map(|r| r.split_once(' ').map(|(n, _)| n))
+    {
+        if !names.contains(&name) {
+            names.push(name);
+        }
+    }
+    format!("the [bootloader] options of tuned profile(s) {}", names.join(", "))
+}
+
+/// Refuses (exit 1), before any change, a `hugepagesz=`/`default_hugepagesz=` of the
+/// active chain (`chain` as for [`kernel_args`]) the running kernel cannot register
+/// (core's `boot::hugepages::refuse_unregistrable`; where the kernel lists no sizes it
+/// only warns).
+pub fn refuse_unregistrable_hugepages(host: &Host, chain: &[String]) -> Result<()> {
+    let args = kernel_args(chain);
+    if hugepages::size_args(&args).is_empty() {
+        return Ok(());
+    }
+    hugepages::refuse_unregistrable(host, &chain_source(chain), &args)
+}
+
 /// Whether `GRUB_DEFAULTS` on the node still holds one of tuned's lines.
 pub fn has_tuned_lines(step: &Step) -> Result<bool> {
     let text = step.host.read(GRUB_DEFAULTS)?.unwrap_or_default();
@@ -128,5 +201,33 @@ mod tests {
             "a line merely naming $tuned_params is the admin's"
         );
         assert_eq!(without_tuned_lines(b""), None);
+    }
+}
+
+#[cfg(test)]
+mod hugepage_tests {
+    use super::*;
+
+    #[test]
+    fn the_chain_merges_as_tuned_merges_it() {
+        let chain: Vec<String> = [
+            "active base [bootloader] cmdline_hugepages=hugepagesz=1G hugepages=4",
+            "active base [bootloader] cmdline_iommu=iommu=pt",
+            "deployed other [bootloader] cmdline=hugepagesz=3M",
+            "active top [bootloader] cmdline_hugepages=hugepagesz=512M hugepages=4 default_hugepagesz=${f:x}",
+            "active top [bootloader] cmdline=+quiet -hugepagesz=2M",
+            "active top [bootloader] initrd_add_img=/boot/x.img",
+        ]
+        .map(str::to_string)
+        .into();
+        assert_eq!(
+            kernel_args(&chain),
+            ["hugepagesz=512M", "hugepages=4", "iommu=pt", "quiet"],
+            "the including profile's cmdline_hugepages replaces the base's where it stood"
+        );
+        assert_eq!(
+            chain_source(&chain),
+            "the [bootloader] options of tuned profile(s) base, top"
+        );
     }
 }

@@ -5,7 +5,8 @@
 //!
 //! `INTERRUPT=true` in the package's SCR `env` (the bash package's variable) says the
 //! profile needs its interrupt before it can verify: config-check then only warns
-//! when verify fails; post-interrupt-check always requires it to pass.
+//! when verify fails; post-interrupt-check always requires it to pass, and every
+//! `hugepages=` pool of the active chain's kernel arguments reserved for its size.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -82,12 +83,26 @@ pub fn config_check_with(step: &Step, verify: Verify, files: &BTreeMap<PathBuf, 
         check_active(host, names, active, &mut c)?;
     }
 
+    if verify == Verify::Required {
+        check_hugepages(step, &mut c)?;
+    }
+
     match active {
         Some(true) => run_verify(host, verify, &mut c)?,
         Some(false) => c.skip("tuned-adm verify: the tuned service is not running"),
         None => c.skip("tuned-adm verify: it needs the running tuned daemon, and systemd is not running on this host"),
     }
     c.finish()
+}
+
+/// post-interrupt-check: every `hugepages=` pool the active chain's bootloader
+/// options ask for (as config recorded them) is reserved for its size (core's
+/// `boot::hugepages::check_reserved`).
+fn check_hugepages(step: &Step, c: &mut Checklist) -> Result<()> {
+    let state: State = step.state().load()?;
+    let chain = state.bootloader.unwrap_or_default();
+    let args = crate::bootloader::kernel_args(&chain);
+    skyhook_core::boot::hugepages::check_reserved(&step.host, &crate::bootloader::chain_source(&chain), &args, c)
 }
 
 /// Every deployed file as the configMap says, nothing left of a key that is gone.

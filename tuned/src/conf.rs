@@ -241,7 +241,8 @@ pub fn reaches_boot_line(name: &str) -> bool {
 /// anywhere (also inside `${…}`, where no tuned function needs them), and every
 /// literal token left must pass the shared kernel-argument rule
 /// ([`skyhook_core::boot::cmdline::check_arg`]). A leading `-` or `+` (tuned's
-/// remove/append markers) passes that rule as is.
+/// remove/append markers) passes that rule as is. A literal `hugepagesz=` or
+/// `default_hugepagesz=` must name a size (core's `boot::hugepages::not_a_size`).
 pub fn boot_line_problem(value: &str) -> Option<String> {
     for bad in ["$(", "`", ";"] {
         if value.contains(bad) {
@@ -255,11 +256,19 @@ pub fn boot_line_problem(value: &str) -> Option<String> {
         Ok(l) => l,
         Err(why) => return Some(why),
     };
-    literal.split_whitespace().find_map(|token| {
-        skyhook_core::boot::cmdline::check_arg(token)
-            .err()
-            .map(|why| format!("the kernel argument {token:?} {why}"))
-    })
+    literal
+        .split_whitespace()
+        .find_map(|token| {
+            skyhook_core::boot::cmdline::check_arg(token)
+                .err()
+                .map(|why| format!("the kernel argument {token:?} {why}"))
+        })
+        .or_else(|| {
+            value
+                .split_whitespace()
+                .filter(|t| !t.contains("${"))
+                .find_map(|t| skyhook_core::boot::hugepages::not_a_size(t.strip_prefix('+').unwrap_or(t)))
+        })
 }
 
 /// `value` with each tuned `${…}` expansion (nesting allowed) replaced by `x`.
@@ -446,6 +455,7 @@ mod tests {
             "-kernel.panic +kernel.panic=20",
             "quiet\nsplash",
             "${f:regex_search_ternary:${f:exec:uname:-r}:rt:a:b}",
+            "hugepagesz=${hp_size} hugepages=4",
         ] {
             assert_eq!(boot_line_problem(good), None, "{good}");
         }
@@ -460,6 +470,11 @@ mod tests {
             ("a=$b", "'$'"),
             ("a=${b", "without its closing"),
             ("=1", "starts with '='"),
+            ("hugepagesz=huge hugepages=2", "hugepagesz=huge is not a huge page size"),
+            (
+                "+default_hugepagesz=2Mb",
+                "default_hugepagesz=2Mb is not a huge page size",
+            ),
         ];
         for (bad, named) in cases {
             let why = boot_line_problem(bad).expect(bad);

@@ -98,6 +98,7 @@ pub fn config_with(step: &Step, files: &BTreeMap<PathBuf, Vec<u8>>) -> Result<Ou
     };
     if plan.active.is_some() {
         bootloader::refuse_on_image_mode(host, &plan.bootloader)?;
+        bootloader::refuse_unregistrable_hugepages(host, &plan.bootloader)?;
     }
 
     let changes = deploy::apply(host, &store, &plan, &step.configmaps, &tuned)?;

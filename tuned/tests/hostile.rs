@@ -153,6 +153,13 @@ const VALUES: &[ValueRow] = &[
         "initrd_dst_img",
     ),
     (
+        "hugepagesz= that is no size",
+        "custom_profile",
+        b"[bootloader]\ncmdline_hp=hugepagesz=2Mfoo hugepages=4\n",
+        2,
+        "hugepagesz=2Mfoo is not a huge page size",
+    ),
+    (
         "; in a disabled bootloader unit",
         "custom_profile",
         b"[kargs]\ntype=bootloader\nenabled=false\ncmdline=quiet;reboot\n",

@@ -33,7 +33,7 @@ use crate::modprobe::{self, ModprobeConf};
 use crate::paths::Paths;
 use crate::shared;
 use crate::state::State;
-use crate::{grub, hugepages, modules, owners, sysctl, ulimit};
+use crate::{grub, modules, owners, sysctl, ulimit};
 
 /// config-check.
 pub fn config_check(step: &Step, paths: &Paths) -> Result<Outcome> {
@@ -267,7 +267,7 @@ pub fn post_interrupt_check(step: &Step, paths: &Paths) -> Result<Outcome> {
                 cmdline.join(" ")
             )
         });
-        hugepages::check_reserved(host, &desired.grub, &mut c)?;
+        skyhook_core::boot::hugepages::check_reserved(host, grub::KEY, &desired.grub, &mut c)?;
     }
     for d in desired.dropins.values().filter(|d| !d.limits.is_empty()) {
         check_service_limits(host, d, &mut c)?;

@@ -4,6 +4,7 @@
 //! spaces). They are appended to the distribution's command line through the core
 //! [`boot`](skyhook_core::boot) module, never replacing it.
 
+use skyhook_core::boot::hugepages::not_a_size;
 use skyhook_core::boot::{BootConfig, OwnArgs, check_arg};
 use skyhook_core::error::bad_line;
 use skyhook_core::{Host, Result};
@@ -14,7 +15,8 @@ use crate::state::State;
 pub const KEY: &str = "grub.conf";
 
 /// Parses the arguments: blank lines and `#` comments skipped; every bad argument
-/// is reported with its line.
+/// (one the shared rule refuses, or a `hugepagesz=`/`default_hugepagesz=` that is
+/// no size at all) is reported with its line.
 pub fn parse(text: &str) -> std::result::Result<Vec<String>, Vec<String>> {
     let mut args = Vec::new();
     let mut problems = Vec::new();
@@ -24,9 +26,12 @@ pub fn parse(text: &str) -> std::result::Result<Vec<String>, Vec<String>> {
             continue;
         }
         for arg in line.split([' ', '\t']).filter(|a| !a.is_empty()) {
-            match check_arg(arg) {
-                Ok(()) => args.push(arg.to_string()),
-                Err(why) => problems.push(bad_line(KEY, i + 1, raw, format!("kernel argument {arg:?}: {why}"))),
+            match check_arg(arg).map_err(|why| format!("kernel argument {arg:?}: {why}")) {
+                Ok(()) => match not_a_size(arg) {
+                    None => args.push(arg.to_string()),
+                    Some(why) => problems.push(bad_line(KEY, i + 1, raw, why)),
+                },
+                Err(why) => problems.push(bad_line(KEY, i + 1, raw, why)),
             }
         }
     }

@@ -8,8 +8,8 @@
 //! One module per concern: [`input`] parses and validates the whole configMap
 //! ([`sysctl`], [`ulimit`], [`dropin`], [`grub`], [`modprobe`]), [`reconcile`] is config (a
 //! [`plan`] computed before any change, then applied), [`live`] sets and puts back
-//! kernel parameters, [`files`] removes the package's files, [`hugepages`] checks
-//! the huge page sizes and reservations of `grub.conf`, [`modules`] the running
+//! kernel parameters, [`files`] removes the package's files (the huge page sizes and
+//! reservations of `grub.conf` are core's `boot::hugepages`), [`modules`] the running
 //! kernel's modules (those `modprobe.conf` keeps out), [`checks`] the check modes,
 //! [`uninstall`] the removal, [`legacy`] the bash package's leftovers and the
 //! upgrade, [`shared`] what the node's tuning entries share (pam_limits,
@@ -20,7 +20,6 @@ pub mod checks;
 pub mod dropin;
 pub mod files;
 pub mod grub;
-pub mod hugepages;
 pub mod input;
 pub mod legacy;
 pub mod live;

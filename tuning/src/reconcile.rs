@@ -2,7 +2,9 @@
 //! config: make the node match the configMap, exactly, all or nothing.
 //!
 //! 1. Parse and validate every key, and check every sysctl key against the kernel:
-//!    any problem is bad input (exit 2) and nothing changes.
+//!    any problem is bad input (exit 2) and nothing changes. A `hugepagesz=` or
+//!    `default_hugepagesz=` of `grub.conf` the running kernel cannot register is
+//!    refused (exit 1: the node decides), also before any change.
 //! 2. Plan: files to write and to remove (what an earlier config or the bash
 //!    package wrote and the configMap no longer lists), kernel parameters to set
 //!    live and to restore, kernel arguments, pam_limits. A host without GRUB is
@@ -19,6 +21,7 @@
 //! Nothing differing means nothing written and nothing run. The end of the log says
 //! which interrupt each change needs.
 
+use skyhook_core::boot::hugepages;
 use skyhook_core::host::systemd::Systemd;
 use skyhook_core::records::state::StateStore;
 use skyhook_core::{Host, Interrupt, Outcome, Result, Step};
@@ -28,12 +31,13 @@ use crate::input::Desired;
 use crate::paths::{FileKind, Paths};
 use crate::plan::{BootPlan, Plan};
 use crate::state::State;
-use crate::{grub, hugepages, legacy, live, modprobe, modules, owners, shared, sysctl};
+use crate::{grub, legacy, live, modprobe, modules, owners, shared, sysctl};
 
 /// config, with the files named by `paths`.
 pub fn config(step: &Step, paths: &Paths) -> Result<Outcome> {
     let host = &step.host;
     let desired = Desired::parse(&step.configmaps)?;
+    hugepages::refuse_unregistrable(host, grub::KEY, &desired.grub)?;
     let live = match &desired.sysctl {
         Some(c) => sysctl::read_live(host, c)?,
         None => Vec::new(),
@@ -45,7 +49,6 @@ pub fn config(step: &Step, paths: &Paths) -> Result<Outcome> {
     if desired.modprobe.is_some() {
         modprobe::refuse_foreign(host, paths, &state)?;
     }
-    hugepages::warn_unsupported(host, &desired.grub)?;
 
     let files = desired.files(paths);
     let plan = Plan::compute(host, paths, &desired, &files, &live, &state)?;

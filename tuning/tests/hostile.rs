@@ -105,6 +105,30 @@ const GRUB: &[Row] = &[
     ("not UTF-8", b"x=\xff\n", 1, ""),
     ("BOM", b"\xef\xbb\xbfquiet\n", 1, "quiet"),
     ("second line bad", b"iommu=pt\nquiet;reboot\n", 2, "quiet;reboot"),
+    (
+        "hugepagesz= not a size",
+        b"hugepagesz=huge hugepages=2\n",
+        1,
+        "hugepagesz=huge",
+    ),
+    (
+        "default_hugepagesz= a fraction",
+        b"iommu=pt\ndefault_hugepagesz=1.5G\n",
+        2,
+        "default_hugepagesz=1.5G",
+    ),
+    (
+        "hugepagesz= beyond 64 bits",
+        b"hugepagesz=99999999999999999999G hugepages=1\n",
+        1,
+        "hugepagesz=99999999999999999999G",
+    ),
+    (
+        "hugepagesz= trailing text",
+        b"hugepagesz=2Mfoo\n",
+        1,
+        "hugepagesz=2Mfoo",
+    ),
 ];
 
 const DROPIN: &[Row] = &[
@@ -314,4 +338,56 @@ fn damaged_records_are_refused_naming_them() {
     let report = Corpus::new(&n).run(&cases);
     eprintln!("tuning record corpus: {} case(s)", report.cases);
     report.assert_passed();
+}
+
+/// The node's huge page listing made odd (entries the kernel never makes): config
+/// asks 1G pages, which the node no longer lists as a size directory; each case must
+/// refuse before any change (exit 1: the node decides), naming the argument and the
+/// page size, without a panic and without reading the odd entries.
+#[test]
+fn odd_huge_page_listings_refuse_before_any_change() {
+    const SYSFS: &str = "/sys/kernel/mm/hugepages";
+    let g1 = format!("{SYSFS}/hugepages-1048576kB");
+    let odd: Vec<(&str, Input)> = vec![
+        ("the 1G entry a file", Input::HostFile(g1.clone(), b"1\n".to_vec())),
+        ("the 1G entry a FIFO", Input::HostFifo(g1.clone())),
+        (
+            "the 1G entry a link to a device",
+            Input::HostLink(g1.clone(), "/dev/zero".into()),
+        ),
+        (
+            "the 1G entry a link outside the root",
+            Input::HostLink(g1.clone(), String::new()),
+        ),
+    ];
+    let mut cases: Vec<Case> = odd
+        .into_iter()
+        .map(|(what, input)| {
+            Case::new(&format!("sysfs: {what}"), "config")
+                .input(input)
+                .key("grub.conf", "hugepagesz=1G hugepages=2\n")
+                .code(1)
+                .says("grub.conf: hugepagesz=1G asks for 1G huge pages")
+                .says("page size 4k")
+        })
+        .collect();
+    // Names that are no size, and one beyond 64 bits, count for nothing: the kernel
+    // still registers only 2M and 1G, and 16G is refused.
+    for name in [
+        "hugepages-abckB",
+        "hugepages-kB",
+        "hugepages-0kB",
+        "hugepages-99999999999999999999kB",
+        "hugepages-16777216kBx",
+    ] {
+        cases.push(
+            Case::new(&format!("sysfs: odd entry {name}"), "config")
+                .input(Input::HostDir(format!("{SYSFS}/{name}")))
+                .key("grub.conf", "hugepagesz=16G hugepages=1\n")
+                .code(1)
+                .says("hugepagesz=16G asks for 16G huge pages")
+                .says("registers only 2M, 1G"),
+        );
+    }
+    corpus(cases);
 }

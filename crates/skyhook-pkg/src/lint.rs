@@ -9,9 +9,13 @@
 //!   configMap key (the admission webhook rejects those), a change needing a reboot
 //!   without one, a reboot where a cheaper interrupt does;
 //! - uninstall: a package whose uninstall matters without `uninstall: {enabled: true}`;
-//! - version: an entry whose version differs from the image tag or the package's.
+//! - version: an entry whose version differs from the image tag or the package's;
+//! - huge page sizes some node's kernel cannot register ([`hugepages`]): warnings,
+//!   which do not fail the run (the node decides).
 //!
 //! Entries whose image is not one of our packages are skipped.
+
+mod hugepages;
 
 use std::collections::BTreeMap;
 use std::io::Read;
@@ -53,12 +57,16 @@ pub struct Finding {
     pub value: String,
     /// What is wrong and what to do.
     pub message: String,
+    /// A warning: worth reading, but what it is about is decided on the node, so it
+    /// does not fail the run.
+    pub warning: bool,
 }
 
 impl Finding {
     fn to_json(&self) -> Value {
         json!({"file": self.file, "entry": self.entry, "key": self.key, "line": self.line,
-               "value": self.value, "message": self.message})
+               "value": self.value, "message": self.message,
+               "severity": if self.warning { "warning" } else { "error" }})
     }
 }
 
@@ -300,7 +308,7 @@ fn has_bootloader(text: &str) -> bool {
     tuned::conf::Conf::parse(text).is_ok_and(|c| !c.bootloader().is_empty())
 }
 
-/// `skyhook-pkg lint`: true when no SCR has findings. Every SCR is linted, those
+/// `skyhook-pkg lint`: true when no SCR has findings other than warnings. Every SCR is linted, those
 /// that cannot be read reported and counted; findings are in the order of the files
 /// given, then by line. `-` reads one SCR from standard input.
 pub fn run(paths: &[PathBuf], format: Format) -> Result<bool, ToolError> {
@@ -329,24 +337,26 @@ pub fn run(paths: &[PathBuf], format: Format) -> Result<bool, ToolError> {
         Format::Text => {
             for f in &findings {
                 outln!(
-                    "{}:{}: entry {:?}, {} ({:?}): {}",
+                    "{}:{}: entry {:?}, {} ({:?}): {}{}",
                     f.file.display(),
                     f.line,
                     f.entry,
                     f.key,
                     f.value,
+                    if f.warning { "warning: " } else { "" },
                     f.message
                 );
             }
             errln!(
-                "{} finding(s) in {} file(s)",
+                "{} finding(s) ({} warning(s)) in {} file(s)",
                 findings.len(),
+                findings.iter().filter(|f| f.warning).count(),
                 paths.len() - unreadable.len()
             );
         }
     }
     console::inputs_checked("SCR files", unreadable, paths.len())?;
-    Ok(findings.is_empty())
+    Ok(findings.iter().all(|f| f.warning))
 }
 
 /// Whether `path` is `-`: standard input.
@@ -394,6 +404,7 @@ pub fn lint(scr: &Scr) -> Vec<Finding> {
         };
         check_version(&mut at, kind, entry);
         check_configmap(&mut at, kind, entry);
+        check_hugepages(&mut at, kind, entry);
         check_interrupts(&mut at, kind, entry);
         if kind.uninstall_matters(entry) && !entry.uninstall_enabled() {
             at.add(
@@ -417,13 +428,23 @@ struct Report<'a> {
 
 impl Report<'_> {
     fn add(&mut self, path: &[&str], key: &str, value: &str, message: impl Into<String>) {
+        self.push(path, key, value, message.into(), false);
+    }
+
+    /// A finding that does not fail the run ([`Finding::warning`]).
+    fn warn(&mut self, path: &[&str], key: &str, value: &str, message: impl Into<String>) {
+        self.push(path, key, value, message.into(), true);
+    }
+
+    fn push(&mut self, path: &[&str], key: &str, value: &str, message: String, warning: bool) {
         self.findings.push(Finding {
             file: self.scr.path.clone(),
             entry: self.entry.to_string(),
             key: key.to_string(),
             line: self.scr.line_of(self.entry, path),
             value: excerpt(value),
-            message: message.into(),
+            message,
+            warning,
         });
     }
 }
@@ -474,6 +495,69 @@ fn check_configmap(at: &mut Report, kind: Kind, entry: &ScrEntry) {
             .unwrap_or_else(|| "configMap".to_string());
         let value = entry.config_map.get(&key).map_or("", String::as_str);
         at.add(&["configMap", &key], &key, value, problem);
+    }
+}
+
+/// Huge page sizes some node's kernel cannot register ([`hugepages`]), as warnings:
+/// nvidia-tuned's chain for an arm64 accelerator, tuning's `grub.conf`, the
+/// `[bootloader]` options of tuned's profiles.
+fn check_hugepages(at: &mut Report, kind: Kind, entry: &ScrEntry) {
+    let cm = &entry.config_map;
+    match kind {
+        Kind::NvidiaTuned => {
+            let Some((catalog, default_intent)) = kind.catalog() else {
+                return;
+            };
+            let request = Kind::request(cm, default_intent);
+            let mut args: Vec<String> = Vec::new();
+            for selection in request.selections(catalog.as_ref()) {
+                let Ok(effective) = catalog.effective(&selection) else {
+                    continue;
+                };
+                for s in effective.settings.iter().filter(|s| {
+                    matches!(s.kind, SettingKind::HugePages | SettingKind::KernelArgument)
+                        && (s.key == "cmdline" || s.key.starts_with("cmdline_"))
+                }) {
+                    args.extend(s.value.split_whitespace().map(str::to_string));
+                }
+            }
+            for message in hugepages::arm64_warnings(request.accelerator, &args) {
+                at.warn(
+                    &["configMap", "accelerator"],
+                    "accelerator",
+                    request.accelerator,
+                    message,
+                );
+            }
+        }
+        Kind::Tuning => {
+            let Some(text) = cm.get(tuning::grub::KEY) else {
+                return;
+            };
+            let Ok(args) = tuning::grub::parse(text) else {
+                return;
+            };
+            for message in hugepages::nowhere_warnings(tuning::grub::KEY, &args) {
+                at.warn(&["configMap", tuning::grub::KEY], tuning::grub::KEY, text, message);
+            }
+        }
+        Kind::Tuned => {
+            for (key, text) in cm {
+                let Ok(conf) = tuned::conf::Conf::parse(text) else {
+                    continue;
+                };
+                let chain: Vec<String> = conf
+                    .bootloader()
+                    .into_iter()
+                    .map(|o| format!("active {key} {o}"))
+                    .collect();
+                let args = tuned::bootloader::kernel_args(&chain);
+                for message in hugepages::nowhere_warnings(&format!("profile {key:?} [bootloader]"), &args) {
+                    at.warn(&["configMap", key], key, text, message);
+                }
+            }
+        }
+        _ => {}
     }
 }
 
@@ -670,7 +754,9 @@ mod tests {
             let text = std::fs::read_to_string(repo().join(readme)).unwrap();
             for (i, example) in examples(&text).iter().enumerate() {
                 let name = format!("{readme} example {}", i + 1);
-                let findings = lint_text(std::path::Path::new(&name), example).unwrap();
+                let mut findings = lint_text(std::path::Path::new(&name), example).unwrap();
+                // Warnings are about what the node decides (a Grace chain's 512M pages).
+                findings.retain(|f| !f.warning);
                 assert!(findings.is_empty(), "{name}:\n{findings:#?}");
                 count += 1;
             }

@@ -201,3 +201,27 @@ fn a_dash_reads_the_scr_from_standard_input() {
         text(&out.stderr)
     );
 }
+
+#[test]
+fn warnings_are_marked_and_do_not_fail_the_run() {
+    // Only the warning that a 4k or 16k Grace kernel cannot register 512M pages.
+    let out = lint(&["--format", "json", &corpus("nvidia-tuned-gb200-512m-pages.yaml")]);
+    let findings: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let all = findings.as_array().unwrap();
+    assert!(
+        !all.is_empty() && all.iter().all(|f| f["severity"] == "warning"),
+        "{findings}"
+    );
+    assert!(
+        all[0]["message"].as_str().unwrap().contains("hugepagesz=512M"),
+        "{findings}"
+    );
+    assert_eq!(out.status.code(), Some(0), "warnings only: {findings}");
+    let out = lint(&[&corpus("nvidia-tuned-gb200-512m-pages.yaml")]);
+    assert!(
+        text(&out.stdout).contains("accelerator (\"gb200\"): warning: gb200 nodes are arm64"),
+        "{}",
+        text(&out.stdout)
+    );
+    assert_eq!(out.status.code(), Some(0));
+}

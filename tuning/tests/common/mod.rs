@@ -115,6 +115,8 @@ pub fn service(n: &Node, unit: &str, pid: u32, rows: &[(&str, &str, &str)]) {
 pub const X86_64_HUGEPAGES: [u64; 2] = [2048, 1 << 20];
 /// The huge page sizes (KiB) of an arm64 kernel with 4k pages.
 pub const ARM64_4K_HUGEPAGES: [u64; 4] = [64, 2048, 32 << 10, 1 << 20];
+/// The huge page sizes (KiB) of an arm64 kernel with 16k pages (no 64K, no 512M).
+pub const ARM64_16K_HUGEPAGES: [u64; 3] = [2048, 32 << 10, 1 << 20];
 /// The huge page sizes (KiB) of an arm64 kernel with 64k pages (no 1G).
 pub const ARM64_64K_HUGEPAGES: [u64; 3] = [2048, 512 << 10, 16 << 20];
 
