@@ -10,14 +10,22 @@ use std::process::Command;
 /// one (nvidia-tuned's huge pages are `[bootloader]` options too, `cmdline_hugepages`).
 pub fn kernel_arguments(accelerator: &str, intent: &str, service: Option<&str>) -> Vec<String> {
     let mut cmd = Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"));
-    cmd.args(["profiles", "show", "--package", "nvidia-tuned"])
-        .args(["--accelerator", accelerator, "--intent", intent]);
+    cmd.args(["profiles", "show", "--package", "nvidia-tuned"]).args([
+        "--accelerator",
+        accelerator,
+        "--intent",
+        intent,
+    ]);
     if let Some(service) = service {
         cmd.args(["--service", service]);
     }
     let out = cmd.output().expect("skyhook-pkg profiles show runs");
     let text = String::from_utf8_lossy(&out.stdout);
-    assert!(out.status.success(), "profiles show failed: {text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(
+        out.status.success(),
+        "profiles show failed: {text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
     ["kernel arguments:", "huge pages:"]
         .into_iter()
         .flat_map(|heading| section(&text, heading))
@@ -50,7 +58,10 @@ mod tests {
                     cmdline_iommu = iommu=pt  [p (f)]\n  cmdline_console = console=tty0 console=ttyS0  [q (g)]\n\
                     modules:\n  ib_umad = +r  [p (f)]\nhuge pages:\n  \
                     cmdline_hugepages = hugepagesz=2M hugepages=8  [p (f)]\n  vm.nr_hugepages = 4  [p (f)]\n";
-        assert_eq!(section(text, "kernel arguments:"), ["iommu=pt", "console=tty0", "console=ttyS0"]);
+        assert_eq!(
+            section(text, "kernel arguments:"),
+            ["iommu=pt", "console=tty0", "console=ttyS0"]
+        );
         assert_eq!(section(text, "huge pages:"), ["hugepagesz=2M", "hugepages=8"]);
     }
 }

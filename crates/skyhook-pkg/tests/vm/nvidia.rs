@@ -85,10 +85,8 @@ for a in $(ours); do ! grep -qF -- "$a" /boot/grub/grub.cfg || fail "grub.cfg ha
 eks --lifecycle --until-interrupt --env INTERRUPT=true
 expect_eq "the active profile" "$(tuned-adm active)" "Current active profile: eks-h100-performance"
 expect_exists /etc/default/grub.d/99_tuned.cfg
-for a in $(ours); do
-    grep -qF -- "$a" /boot/grub/grub.cfg || fail "grub.cfg lacks $a after eks's config"
-    ! on_cmdline "$a" || fail "$a on the command line before the reboot"
-done
+# (The command line still has the first chain's arguments: no reboot since its uninstall.)
+for a in $(ours); do grep -qF -- "$a" /boot/grub/grub.cfg || fail "grub.cfg lacks $a after eks's config"; done
 "#;
 
 /// Boot 3: after the reboot: the eks chain's arguments on the command line, its
