@@ -10,6 +10,11 @@
 //!   media path `EFI/BOOT/BOOTAA64.EFI` (the firmware's NVRAM is not kept between
 //!   boots, the path is found on every boot), Debian's generic arm64 kernel (4k pages),
 //!   console ttyAMA0 (the PL011 of `virt`).
+//!
+//! A [`Guest`] is an architecture and its [`Kernel`]: each has its own base image.
+//! Besides the distribution's kernel, arm64 has a 16k-page guest: bookworm-backports'
+//! `linux-image-arm64-16k` on a CPU model with 16k translation granules (`-cpu max`;
+//! the Cortex-A57 of the other arm64 guest has 4k and 64k granules only).
 
 /// A guest architecture.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
@@ -105,6 +110,86 @@ impl Arch {
                  grub-install --target=arm64-efi --efi-directory=/boot/efi --removable --no-nvram\n\
                  test -f /boot/efi/EFI/BOOT/BOOTAA64.EFI\n"
             }
+        }
+    }
+}
+
+/// The kernel of a guest.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub enum Kernel {
+    /// The distribution's kernel of the architecture ([`Arch::boot_packages`]; 4k pages).
+    Stock,
+    /// arm64 only: bookworm-backports' `linux-image-arm64-16k` (16k pages).
+    Page16k,
+}
+
+/// A guest: an architecture and its kernel. Each has its own base image.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
+pub struct Guest {
+    /// The architecture.
+    pub arch: Arch,
+    /// Its kernel.
+    pub kernel: Kernel,
+}
+
+impl Guest {
+    /// Every guest, in the order of their base images' cache slots.
+    pub const ALL: [Guest; 3] = [Guest::stock(Arch::X86_64), Guest::stock(Arch::Arm64), Guest::ARM64_16K];
+
+    /// arm64 with bookworm-backports' 16k-page kernel.
+    pub const ARM64_16K: Guest = Guest {
+        arch: Arch::Arm64,
+        kernel: Kernel::Page16k,
+    };
+
+    /// `arch` with its distribution's kernel.
+    pub const fn stock(arch: Arch) -> Guest {
+        Guest {
+            arch,
+            kernel: Kernel::Stock,
+        }
+    }
+
+    /// The name in logs and cache paths (`x86_64`, `arm64`, `arm64-16k`).
+    pub fn name(self) -> &'static str {
+        match self.kernel {
+            Kernel::Stock => self.arch.name(),
+            Kernel::Page16k => "arm64-16k",
+        }
+    }
+
+    /// The cache directory of its base images ([`Arch::image_dir`] for a stock kernel).
+    pub fn image_dir(self) -> &'static str {
+        match self.kernel {
+            Kernel::Stock => self.arch.image_dir(),
+            Kernel::Page16k => "image-arm64-16k",
+        }
+    }
+
+    /// The boot packages installed from the suite itself (the kernel and GRUB, or GRUB
+    /// alone when the kernel comes from backports: [`Guest::backports_kernel`]).
+    pub fn boot_packages(self) -> Vec<&'static str> {
+        match self.kernel {
+            Kernel::Stock => self.arch.boot_packages().to_vec(),
+            Kernel::Page16k => vec!["grub-efi-arm64"],
+        }
+    }
+
+    /// The kernel package taken from the suite's `-backports`, if any.
+    pub fn backports_kernel(self) -> Option<&'static str> {
+        match self.kernel {
+            Kernel::Stock => None,
+            Kernel::Page16k => Some("linux-image-arm64-16k"),
+        }
+    }
+
+    /// The qemu CPU model the guest needs, when not the architecture's default
+    /// (`qemu::Qemu::command`).
+    pub fn cpu(self) -> Option<&'static str> {
+        match self.kernel {
+            Kernel::Stock => None,
+            // A 16k-page kernel needs 16k translation granules (ID_AA64MMFR0_EL1.TGran16).
+            Kernel::Page16k => Some("max"),
         }
     }
 }

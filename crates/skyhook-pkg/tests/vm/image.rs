@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The base image of each guest architecture, built once per recipe and cached in
-//! `<cache>/<image dir>/<key>/base.raw` ([`Arch::image_dir`]: `image/` for x86_64,
-//! `image-arm64/`; a sparse raw disk; each test boots a copy-on-write qcow2 overlay
-//! of it).
+//! The base image of each guest (an architecture and its kernel), built once per
+//! recipe and cached in `<cache>/<image dir>/<key>/base.raw` ([`Guest::image_dir`]:
+//! `image/` for x86_64, `image-arm64/`, `image-arm64-16k/`; a sparse raw disk; each
+//! test boots a copy-on-write qcow2 overlay of it).
 //!
 //! 1. The root: on this machine's architecture, `debootstrap` with systemd, a kernel
 //!    and GRUB ([`Arch::boot_packages`]); for a foreign architecture (arm64 here), a
@@ -14,7 +14,9 @@
 //!    a foreign root runs under qemu-user, through `ci/with-qemu-binfmt` (which takes
 //!    its binfmt registration back afterwards);
 //! 2. set it up: the dependencies of the packages the scenarios install (not the
-//!    packages themselves), fstab by UUID, DHCP through systemd-networkd on `eth0`
+//!    packages themselves), a kernel from the suite's `-backports` for a guest whose
+//!    kernel comes from there ([`Guest::backports_kernel`]: the 16k-page arm64 one,
+//!    with `-backports` kept in the guest's apt sources), fstab by UUID, DHCP through systemd-networkd on `eth0`
 //!    (qemu's user network, DNS at 10.0.2.3; `net.ifnames=0`, see [`kernel_args`]),
 //!    serial console, GRUB without a menu delay, apt timers
 //!    masked, dpkg without fsync, and the runner unit (`guest/`);
@@ -28,7 +30,7 @@
 //!    3); arm64 keeps the build's small initrd ([`initrd_commands`]). Then a boot
 //!    through GRUB that proves the disk boots.
 //!
-//! The key is the hash of this recipe: the architecture, this file, arch.rs, disk.rs,
+//! The key is the hash of this recipe: the guest, this file, arch.rs, disk.rs,
 //! the chroot tier's root recipe, the guest files and the mirror. Any change to them
 //! builds a new image (and removes the architecture's old ones).
 
@@ -37,7 +39,7 @@ use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::time::{Duration, Instant};
 
-use crate::arch::Arch;
+use crate::arch::{Arch, Guest};
 use crate::emulation::Emulation;
 use crate::qemu::{DirectKernel, Qemu};
 use crate::{apt_sources, cache, debian, disk, vm};
@@ -96,9 +98,9 @@ pub fn mirror() -> Option<String> {
         .or_else(|| apt_sources::mirror_of(&apt_sources::of_this_machine(), SUITE))
 }
 
-fn recipe(arch: Arch) -> String {
+fn recipe(guest: Guest) -> String {
     [
-        arch.name(),
+        guest.name(),
         include_str!("image.rs"),
         include_str!("arch.rs"),
         include_str!("disk.rs"),
@@ -110,12 +112,13 @@ fn recipe(arch: Arch) -> String {
     .join("\n\u{1f}\n")
 }
 
-/// The base image of `qemu`'s architecture, built now when the cache has none for
-/// this recipe.
-pub fn base(cache_dir: &Path, qemu: &Qemu) -> Result<Image, String> {
+/// The base image of `guest` (of `qemu`'s architecture), built now when the cache
+/// has none for this recipe.
+pub fn base(cache_dir: &Path, qemu: &Qemu, guest: Guest) -> Result<Image, String> {
     let arch = qemu.arch();
-    let key = cache::sha256(&recipe(arch))?[..16].to_string();
-    let images = cache_dir.join(arch.image_dir());
+    assert_eq!(arch, guest.arch, "the qemu of another architecture");
+    let key = cache::sha256(&recipe(guest))?[..16].to_string();
+    let images = cache_dir.join(guest.image_dir());
     let dir = images.join(&key);
     let image = Image {
         disk: dir.join("base.raw"),
@@ -140,15 +143,15 @@ pub fn base(cache_dir: &Path, qemu: &Qemu) -> Result<Image, String> {
     fs::create_dir_all(&tmp).map_err(|e| format!("{}: {e}", tmp.display()))?;
     eprintln!(
         "vm: building the {} base image in {} (minutes; arm64 under qemu-user: tens of minutes)",
-        arch.name(),
+        guest.name(),
         tmp.display()
     );
 
     let rootfs = tmp.join("rootfs");
-    debootstrap(arch, &rootfs, &tmp.join("debootstrap.log"))?;
+    debootstrap(guest, &rootfs, &tmp.join("debootstrap.log"))?;
     let bootstrapped = started.elapsed();
-    eprintln!("vm: {} root ready in {bootstrapped:.0?}", arch.name());
-    set_up(arch, &rootfs)?;
+    eprintln!("vm: {} root ready in {bootstrapped:.0?}", guest.name());
+    set_up(guest, &rootfs)?;
     let kernel = DirectKernel {
         kernel: copy_boot_file(&rootfs, "vmlinuz-", &tmp.join("vmlinuz"))?,
         initrd: copy_boot_file(&rootfs, "initrd.img-", &tmp.join("initrd.img"))?,
@@ -158,7 +161,7 @@ pub fn base(cache_dir: &Path, qemu: &Qemu) -> Result<Image, String> {
     disk::make_boot_disk(&raw, DISK_BYTES, arch.esp_bytes(), &rootfs, ROOT_UUID)?;
     cache::remove(&rootfs)?;
     let made = started.elapsed();
-    provision(qemu, &raw, kernel, &tmp)?;
+    provision(qemu, guest, &raw, kernel, &tmp)?;
 
     for f in ["vmlinuz", "initrd.img", "data.img", "stage"] {
         cache::remove(&tmp.join(f))?;
@@ -245,7 +248,8 @@ fn initrd_commands(arch: Arch) -> &'static str {
 /// foreign one, a copy of the chroot tier's cached root of that architecture (built
 /// now under qemu-user when the cache has none) with [`BUILD_INITRAMFS`], which the
 /// set-up completes ([`complete_foreign_root`]).
-fn debootstrap(arch: Arch, rootfs: &Path, log: &Path) -> Result<(), String> {
+fn debootstrap(guest: Guest, rootfs: &Path, log: &Path) -> Result<(), String> {
+    let arch = guest.arch;
     if !arch.is_native() {
         let base = {
             let _emulation = Emulation::start();
@@ -258,7 +262,7 @@ fn debootstrap(arch: Arch, rootfs: &Path, log: &Path) -> Result<(), String> {
         }
         return Ok(());
     }
-    let include: Vec<&str> = INCLUDE.iter().copied().chain(arch.boot_packages()).collect();
+    let include: Vec<&str> = INCLUDE.iter().copied().chain(guest.boot_packages()).collect();
     let mut cmd = Command::new("debootstrap");
     cmd.arg(format!("--arch={}", arch.debian()))
         .args(["--variant=minbase", &format!("--include={}", include.join(","))])
@@ -271,12 +275,12 @@ fn debootstrap(arch: Arch, rootfs: &Path, log: &Path) -> Result<(), String> {
 /// Adds to a foreign root copied from the chroot tier what debootstrap's `--include`
 /// would have: [`INCLUDE`] and the boot packages, their dependencies but not their
 /// recommendations (as debootstrap), no service started in the chroot (policy-rc.d).
-fn complete_foreign_root(arch: Arch, rootfs: &Path) -> Result<(), String> {
+fn complete_foreign_root(guest: Guest, rootfs: &Path) -> Result<(), String> {
     const POLICY: &str = "/usr/sbin/policy-rc.d";
     write(rootfs, POLICY, "#!/bin/sh\nexit 101\n", 0o755)?;
     let mut install = vec!["apt-get", "install", "-y", "-q", "--no-install-recommends"];
-    install.extend(INCLUDE.iter().copied().chain(arch.boot_packages()));
-    chroot(arch, rootfs, &install)?;
+    install.extend(INCLUDE.iter().copied().chain(guest.boot_packages()));
+    chroot(guest.arch, rootfs, &install)?;
     cache::remove(&rootfs.join(POLICY.trim_start_matches('/')))
 }
 
@@ -338,20 +342,36 @@ fn set_vars(text: &str, vars: &[(&str, &str)]) -> String {
     lines.join("\n") + "\n"
 }
 
-fn set_up(arch: Arch, rootfs: &Path) -> Result<(), String> {
+fn set_up(guest: Guest, rootfs: &Path) -> Result<(), String> {
+    let arch = guest.arch;
     let chroot = |args: &[&str]| chroot(arch, rootfs, args);
     // A disposable test machine: dpkg need not fsync every file (much faster under TCG).
     write(rootfs, "/etc/dpkg/dpkg.cfg.d/skyhook-vm", "force-unsafe-io\n", 0o644)?;
     // The guest's apt uses this machine's sources for the suite (and its updates and
     // security companions); without any, what debootstrap wrote stays.
-    let lines = apt_sources::suite_lines(&apt_sources::of_this_machine(), SUITE, mirror().as_deref());
+    let mut lines = apt_sources::suite_lines(&apt_sources::of_this_machine(), SUITE, mirror().as_deref());
+    if guest.backports_kernel().is_some() {
+        lines += &backports_line(rootfs)?;
+    }
     if !lines.is_empty() {
         write(rootfs, "/etc/apt/sources.list", &lines, 0o644)?;
     }
     // The chroot still has this machine's resolv.conf here.
     chroot(&["apt-get", "update", "-q"])?;
     if !arch.is_native() {
-        complete_foreign_root(arch, rootfs)?;
+        complete_foreign_root(guest, rootfs)?;
+    }
+    if let Some(kernel) = guest.backports_kernel() {
+        // That package alone from backports; its dependencies from the suite.
+        let from_backports = format!("{kernel}/{SUITE}-backports");
+        chroot(&[
+            "apt-get",
+            "install",
+            "-y",
+            "-q",
+            "--no-install-recommends",
+            from_backports.as_str(),
+        ])?;
     }
     let of = dependencies_of(arch);
     if !of.is_empty() {
@@ -412,6 +432,21 @@ fn set_up(arch: Arch, rootfs: &Path) -> Result<(), String> {
     Ok(())
 }
 
+/// The `sources.list` line of the suite's `-backports`, from the mirror of the
+/// suite (`SKYHOOK_VM_MIRROR`, this machine's sources, or the one debootstrap wrote in
+/// the root): Debian serves backports from the main archive.
+fn backports_line(rootfs: &Path) -> Result<String, String> {
+    let uri = match mirror() {
+        Some(uri) => uri,
+        None => {
+            let written = fs::read_to_string(rootfs.join("etc/apt/sources.list")).unwrap_or_default();
+            apt_sources::mirror_of(&apt_sources::parse_list(&written), SUITE)
+                .ok_or_else(|| format!("no mirror of {SUITE} known for {SUITE}-backports: set SKYHOOK_VM_MIRROR"))?
+        }
+    };
+    Ok(format!("deb {uri} {SUITE}-backports main\n"))
+}
+
 /// The guest kernel's own arguments: the serial console, and `net.ifnames=0`, which
 /// keeps the NIC `eth0`. Renamed by udev (`eth0` → `enp0s1`), the NIC raced
 /// systemd-networkd 252, which was already configuring it: "Failed to configure DHCPv4
@@ -446,7 +481,7 @@ fn copy_boot_file(rootfs: &Path, prefix: &str, to: &Path) -> Result<PathBuf, Str
 
 /// Installs GRUB from inside the guest (booted with `-kernel`), then proves that the
 /// disk boots by itself: through GRUB, systemd as PID 1.
-fn provision(qemu: &Qemu, raw: &Path, kernel: DirectKernel, work: &Path) -> Result<(), String> {
+fn provision(qemu: &Qemu, guest: Guest, raw: &Path, kernel: DirectKernel, work: &Path) -> Result<(), String> {
     let stage = work.join("stage");
     fs::create_dir_all(&stage).map_err(|e| e.to_string())?;
     let install = vm::boot_once(
@@ -459,6 +494,7 @@ fn provision(qemu: &Qemu, raw: &Path, kernel: DirectKernel, work: &Path) -> Resu
             work,
             label: "provision",
             timeout: vm::limit(qemu.arch(), PROVISION_TIMEOUT),
+            cpu: guest.cpu(),
         },
         &format!(
             "{}update-grub\n{}",
@@ -479,6 +515,7 @@ fn provision(qemu: &Qemu, raw: &Path, kernel: DirectKernel, work: &Path) -> Resu
             work,
             label: "first-boot",
             timeout: vm::limit(qemu.arch(), PROVISION_TIMEOUT),
+            cpu: guest.cpu(),
         },
         "cat /proc/cmdline\n\
          grep -q BOOT_IMAGE= /proc/cmdline\n\

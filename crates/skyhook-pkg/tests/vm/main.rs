@@ -8,11 +8,13 @@
 //! - [`image`]: the base disk of each architecture (debootstrap, or for arm64 the
 //!   chroot tier's cached root ([`debian`]) completed under qemu-user ([`emulation`]);
 //!   ext4 behind a hand-written MBR, GRUB installed by a provisioning boot: BIOS GRUB on x86_64,
-//!   GRUB EFI on its own ESP on arm64), cached and keyed by its recipe.
+//!   GRUB EFI on its own ESP on arm64), cached and keyed by its recipe; one per
+//!   [`arch::Guest`] (arm64 also with bookworm-backports' 16k-page kernel).
 //! - [`vm`]: what a scenario uses: [`vm::Vm::new`], [`vm::Vm::boot`] (one boot that runs
 //!   a bash script in the guest and returns its exit code, output and files), asserts.
 //! - one module per scenario: [`smoke`], [`tuning`], [`tuned`], [`kdump`], [`shellscript`],
-//!   [`nvidia`] (nvidia-tuned and nvidia-tuning-gke).
+//!   [`nvidia`] (nvidia-tuned and nvidia-tuning-gke); [`catalog`]: what they expect of
+//!   an NVIDIA chain, read from `skyhook-pkg profiles show`.
 //!
 //! The tests are `#[ignore]`d: the tier needs root, the Debian mirror and minutes of
 //! CPU. Run it with `cargo test -p skyhook-pkg --test vm -- --ignored` (one scenario:
@@ -23,6 +25,7 @@
 mod apt_sources;
 mod arch;
 mod cache;
+mod catalog;
 // The chroot tier's cached Debian roots and its qemu-user registration: a foreign
 // guest's image starts from that root (`image`), not from a second emulated
 // debootstrap. Not every item of them is used here.

@@ -95,6 +95,8 @@ pub struct Launch {
     pub console: PathBuf,
     /// How long the guest may run.
     pub timeout: Duration,
+    /// The CPU model, when not the architecture's default (`arch::Guest::cpu`).
+    pub cpu: Option<&'static str>,
 }
 
 /// How a run of the machine went.
@@ -157,7 +159,7 @@ impl Qemu {
             tree: Some(tmp.clone()),
         };
         unpacked.check_libraries()?;
-        let version_line = cache::run(unpacked.command().arg("--version"))?;
+        let version_line = cache::run(unpacked.command(None).arg("--version"))?;
         cache::remove(&dir)?;
         fs::rename(&tmp, &dir).map_err(|e| format!("{} -> {}: {e}", tmp.display(), dir.display()))?;
         fs::write(dir.join(".complete"), &version_line).map_err(|e| e.to_string())?;
@@ -217,7 +219,8 @@ impl Qemu {
     /// display, no default devices, `-no-reboot`; for arm64 the `virt` machine with a
     /// Cortex-A57 (`max` adds features TCG emulates slowly, such as pointer
     /// authentication; the two are not compared yet: `SKYHOOK_VM_ARM64_CPU`) and UEFI.
-    pub fn command(&self) -> Command {
+    /// `cpu` replaces the architecture's CPU model (a guest that needs another one).
+    pub fn command(&self, cpu: Option<&str>) -> Command {
         let mut cmd = Command::new(&self.binary);
         if let Some(path) = self.library_path() {
             cmd.env("LD_LIBRARY_PATH", path);
@@ -229,15 +232,14 @@ impl Qemu {
             }
         }
         match self.arch {
-            Arch::X86_64 => cmd.args(["-cpu", "max"]),
+            Arch::X86_64 => cmd.args(["-cpu", cpu.unwrap_or("max")]),
             Arch::Arm64 => {
                 let uefi = match &self.tree {
                     Some(tree) => tree.join(AARCH64_UEFI),
                     None => Path::new("/").join(AARCH64_UEFI),
                 };
-                cmd.args(["-machine", "virt", "-cpu", &cpu_arm64()])
-                    .arg("-bios")
-                    .arg(uefi)
+                let model = cpu.map_or_else(cpu_arm64, str::to_string);
+                cmd.args(["-machine", "virt", "-cpu", &model]).arg("-bios").arg(uefi)
             }
         };
         cmd.args(["-accel", "tcg,thread=multi", "-smp", "2", "-m", "1024"])
@@ -247,7 +249,7 @@ impl Qemu {
 
     /// Runs the machine until the guest reboots or powers off; a timeout kills it.
     pub fn run(&self, launch: &Launch) -> Result<Ran, String> {
-        let mut cmd = self.command();
+        let mut cmd = self.command(launch.cpu);
         for (i, (path, format)) in launch.disks.iter().enumerate() {
             cmd.arg("-drive").arg(format!(
                 "file={},format={format},if=virtio,cache=unsafe,index={i}",

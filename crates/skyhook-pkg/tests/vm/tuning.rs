@@ -4,16 +4,21 @@
 //! drop-in for a running test service and kernel arguments; config, a real reboot,
 //! post-interrupt-check on live values; uninstall, a reboot, and the node is as before.
 //!
-//! The same scenario runs on x86_64 ([`tuning`]) and on arm64 ([`tuning_arm64`], the
-//! aarch64 dist tree in an arm64 guest booted by UEFI and GRUB EFI); what differs is the
-//! [`Platform`]: the kernel arguments and the huge pages they reserve per size.
+//! The same scenario runs on x86_64 ([`tuning`]), on arm64 ([`tuning_arm64`], the
+//! aarch64 dist tree in an arm64 guest booted by UEFI and GRUB EFI) and on arm64 with
+//! a 16k-page kernel ([`tuning_arm64_16k`]); what differs is the [`Platform`]: the
+//! kernel arguments and the huge pages they reserve per size. On the 16k-page guest,
+//! huge pages of 512M (a size only a 64k-page kernel registers) are refused first,
+//! before any change, by tuning's `grub.conf` and by nvidia-tuned's gb200
+//! performance chain (whose arguments come from the catalog).
 
-use crate::arch::Arch;
+use crate::arch::{Arch, Guest};
+use crate::catalog;
 use crate::vm::Vm;
 
 /// What the scenario asks of one architecture's kernel.
 struct Platform {
-    arch: Arch,
+    guest: Guest,
     /// The scenario's machine name.
     name: &'static str,
     /// grub.conf's arguments, in order (appended to the command line as they are).
@@ -24,21 +29,24 @@ struct Platform {
     /// A message post-interrupt-check gives before the reboot, for no huge page of
     /// a size reserved yet.
     unreserved: &'static str,
+    /// Whether boot 1 first proves the refusals of 512M huge pages ([`REFUSALS`]).
+    refuses_512m: bool,
 }
 
 /// x86_64: the default size (2M).
 const X86_64: Platform = Platform {
-    arch: Arch::X86_64,
+    guest: Guest::stock(Arch::X86_64),
     name: "tuning",
     args: &["hugepages=16", "skyhook.vmtest=tuning"],
     huge_pages: &[("2048kB", 16)],
     unreserved: "hugepages=16 asks for 16 huge pages of 2M, the kernel reserved 0",
+    refuses_512m: false,
 };
 
 /// arm64 with 4k pages (Debian's arm64 kernel): 2M (a PMD) and 64K (contiguous PTEs),
 /// each with its own count.
 const ARM64: Platform = Platform {
-    arch: Arch::Arm64,
+    guest: Guest::stock(Arch::Arm64),
     name: "tuning-arm64",
     args: &[
         "hugepagesz=2M",
@@ -49,7 +57,38 @@ const ARM64: Platform = Platform {
     ],
     huge_pages: &[("2048kB", 16), ("64kB", 32)],
     unreserved: "hugepages=32 asks for 32 huge pages of 64K, the kernel reserved 0",
+    refuses_512m: false,
 };
+
+/// arm64 with 16k pages (bookworm-backports' arm64-16k kernel): 2M (contiguous PTEs)
+/// and 32M (a PMD), each with its own count.
+const ARM64_16K: Platform = Platform {
+    guest: Guest::ARM64_16K,
+    name: "tuning-arm64-16k",
+    args: &[
+        "hugepagesz=2M",
+        "hugepages=16",
+        "hugepagesz=32M",
+        "hugepages=4",
+        "skyhook.vmtest=tuning",
+    ],
+    huge_pages: &[("2048kB", 16), ("32768kB", 4)],
+    unreserved: "hugepages=4 asks for 4 huge pages of 32M, the kernel reserved 0",
+    refuses_512m: true,
+};
+
+/// Boot 1 on the 16k-page guest, before anything else: huge pages of 512M, which a
+/// 16k-page kernel cannot register, refused by config before any change — tuning's
+/// `grub.conf` (package `big`) and nvidia-tuned's gb200 performance chain (package
+/// `gb200`; tuned is not installed: config is refused before it needs it).
+const REFUSALS: &str = r#"
+mkdir -p $saved
+expect_eq "the page size" "$(getconf PAGESIZE)" 16384
+snapshot $tracked > $saved/snapshot-refusals
+record refused-tuning big config
+record refused-gb200 gb200 config
+expect_same_snapshot "after the refused configs" $saved/snapshot-refusals $tracked
+"#;
 
 impl Platform {
     /// The arguments as on the command line.
@@ -192,10 +231,16 @@ fn tuning_arm64() {
     scenario(&ARM64);
 }
 
+#[test]
+#[ignore = "VM tier: needs root, the Debian mirror and minutes; cargo test -p skyhook-pkg --test vm -- --ignored"]
+fn tuning_arm64_16k() {
+    scenario(&ARM64_16K);
+}
+
 /// Three boots: install to the interrupt, after the reboot (then uninstall), after
 /// uninstall and a reboot.
 fn scenario(platform: &Platform) {
-    let mut vm = Vm::new_on(platform.name, platform.arch);
+    let mut vm = Vm::new_guest(platform.name, platform.guest);
     let grub_conf = platform.args.join("\n") + "\n";
     let configmap: Vec<(&str, &str)> = CONFIGMAP
         .iter()
@@ -206,8 +251,22 @@ fn scenario(platform: &Platform) {
         .define(&platform.defines())
         .package("gpu", "tuning", &configmap);
     let args = platform.cmdline();
+    let gb200_args = catalog::kernel_arguments("gb200", "performance", None);
+    if platform.refuses_512m {
+        assert!(
+            gb200_args.iter().any(|a| a == "hugepagesz=512M"),
+            "the gb200 performance chain no longer asks hugepagesz=512M (the refusal's premise): {gb200_args:?}"
+        );
+        vm.package("big", "tuning", &[("grub.conf", "hugepagesz=512M\nhugepages=2\n")])
+            .package(
+                "gb200",
+                "nvidia-tuned",
+                &[("accelerator", "gb200"), ("intent", "performance")],
+            );
+    }
 
-    let install = vm.boot("install", INSTALL);
+    let refusals = if platform.refuses_512m { REFUSALS } else { "" };
+    let install = vm.boot("install", &format!("{refusals}{INSTALL}"));
     install.expect_running();
     install
         .script
@@ -229,6 +288,16 @@ fn scenario(platform: &Platform) {
         !install.record("overridden").output.contains("cloud-optimization.conf"),
         "config-check reports cloud-optimization.conf, which is read before ours"
     );
+    if platform.refuses_512m {
+        for refused in ["refused-tuning", "refused-gb200"] {
+            install
+                .record(refused)
+                .expect_step("config", 1)
+                .expect_output("hugepagesz=512M")
+                .expect_output("16k")
+                .expect_output("page size");
+        }
+    }
 
     let after = vm.boot("after-reboot", AFTER_REBOOT);
     after.expect_running();

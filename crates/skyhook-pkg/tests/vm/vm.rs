@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! What a scenario uses: a [`Vm`] is one test's machine (a copy-on-write overlay of
-//! the cached base image of its architecture, [`Vm::new`] x86_64, [`Vm::new_on`]
-//! another), driven boot by boot. Each [`Vm::boot`] powers the machine
+//! the cached base image of its guest, [`Vm::new`] x86_64, [`Vm::new_on`]
+//! another architecture, [`Vm::new_guest`] another kernel), driven boot by boot. Each [`Vm::boot`] powers the machine
 //! on, lets the guest's runner run a bash script once systemd is up, and returns a
 //! [`Boot`]: the script's exit code and output, files it left in `$OUT`. The runner reboots
 //! the guest at the end, which ends qemu (`-no-reboot`): the next `boot` is the
@@ -40,7 +40,7 @@ use std::time::{Duration, Instant};
 
 use nix::fcntl::Flock;
 
-use crate::arch::Arch;
+use crate::arch::{Arch, Guest};
 use crate::image::{self, Image};
 use crate::qemu::{self, DirectKernel, Launch, Qemu};
 use crate::{cache, disk};
@@ -72,17 +72,18 @@ struct Shared {
     cache: PathBuf,
 }
 
-/// Everything a test machine of one architecture is made from, prepared once per
+/// What every test machine of one architecture is made from, prepared once per
 /// test process.
 struct Env {
     qemu: Qemu,
-    image: Image,
     /// `bin/skyhook-pkg` and `dist/<package>/`.
     payload: PathBuf,
 }
 
 static SHARED: OnceLock<Result<Shared, String>> = OnceLock::new();
 static ENVS: [OnceLock<Result<Env, String>>; 2] = [OnceLock::new(), OnceLock::new()];
+/// The base image of each guest ([`Guest::ALL`]), built or found once per test process.
+static IMAGES: [OnceLock<Result<Image, String>>; 3] = [OnceLock::new(), OnceLock::new(), OnceLock::new()];
 /// Power-on to system up of each architecture's first boot of the run ([`limit`]).
 static FIRST_UP: Mutex<[Option<Duration>; 2]> = Mutex::new([None, None]);
 /// Boots of the run so far, for the progress lines.
@@ -124,10 +125,24 @@ fn env(arch: Arch) -> &'static Env {
 fn prepare(cache: &Path, arch: Arch) -> Result<Env, String> {
     let started = Instant::now();
     let qemu = Qemu::obtain(cache, arch)?;
-    let image = image::base(cache, &qemu)?;
     let payload = build_payload(cache, arch)?;
     eprintln!("vm: {} ready in {:.0?}", arch.name(), started.elapsed());
-    Ok(Env { qemu, image, payload })
+    Ok(Env { qemu, payload })
+}
+
+/// The base image of `guest`, built now when the cache has none for its recipe.
+fn image_of(guest: Guest) -> &'static Image {
+    let slot = Guest::ALL.iter().position(|g| *g == guest).expect("a known guest");
+    let qemu = &env(guest.arch).qemu;
+    match IMAGES[slot].get_or_init(|| {
+        let started = Instant::now();
+        let image = image::base(&shared().cache, qemu, guest)?;
+        eprintln!("vm: {} base image ready in {:.0?}", guest.name(), started.elapsed());
+        Ok(image)
+    }) {
+        Ok(image) => image,
+        Err(e) => panic!("the VM tier cannot run {} guests: {e}", guest.name()),
+    }
 }
 
 /// The time limit for a boot of an `arch` guest whose limit on the reference machine
@@ -219,6 +234,8 @@ pub struct BootSpec<'a> {
     pub label: &'a str,
     /// Its time limit.
     pub timeout: Duration,
+    /// The CPU model, when not the architecture's default ([`Guest::cpu`]).
+    pub cpu: Option<&'static str>,
 }
 
 /// One boot: the machine runs `script` (after [`PRELUDE`]) in the guest and reboots.
@@ -241,6 +258,7 @@ pub fn boot_once(qemu: &Qemu, spec: BootSpec, script: &str) -> Result<Boot, Stri
         kernel: spec.kernel,
         console: console.clone(),
         timeout: spec.timeout,
+        cpu: spec.cpu,
     });
     drop(machine);
     let ran = ran.map_err(|e| {
@@ -444,6 +462,7 @@ pub struct Vm {
     /// This scenario's turn ([`SCENARIO`]), held until the machine is dropped.
     _turn: MutexGuard<'static, ()>,
     arch: Arch,
+    guest: Guest,
     name: String,
     work: PathBuf,
     overlay: PathBuf,
@@ -466,7 +485,15 @@ impl Vm {
     /// A new machine of `arch` named `name` (unique across architectures: it names
     /// the run's directory).
     pub fn new_on(name: &str, arch: Arch) -> Vm {
+        Vm::new_guest(name, Guest::stock(arch))
+    }
+
+    /// A new machine of `guest` (an architecture and its kernel) named `name` (unique
+    /// across guests: it names the run's directory).
+    pub fn new_guest(name: &str, guest: Guest) -> Vm {
+        let arch = guest.arch;
         let env = env(arch);
+        let image = image_of(guest);
         let turn = SCENARIO.lock().unwrap_or_else(|p| p.into_inner());
         let started = Instant::now();
         let work = shared().cache.join("runs").join(name);
@@ -478,7 +505,7 @@ impl Vm {
             cache::run(
                 Command::new("qemu-img")
                     .args(["create", "-q", "-f", "qcow2", "-F", "raw", "-b"])
-                    .arg(&env.image.disk)
+                    .arg(&image.disk)
                     .arg(&overlay),
             )?;
             for d in ["bin", "dist"] {
@@ -492,6 +519,7 @@ impl Vm {
         Vm {
             _turn: turn,
             arch,
+            guest,
             started,
             name: name.to_string(),
             work,
@@ -567,6 +595,7 @@ impl Vm {
                 work: &self.work,
                 label: &label,
                 timeout: limit(self.arch, self.timeout),
+                cpu: self.guest.cpu(),
             },
             &format!("{}{script}", self.defines),
         )
