@@ -28,19 +28,19 @@ fn main() {
         .configmap("kdump.conf", "USE_KDUMP=1\nKDUMP_COREDIR=\"/var/crash\"\n");
     assert_eq!(node.run("config").code, 0);
     common::reboot(&node, common::UBUNTU, 512 << 20);
-    println!("config, nothing to change:  {}", time_mode(&node, "config", 50));
-    println!("config-check:               {}", time_mode(&node, "config-check", 50));
-    println!(
-        "post-interrupt-check:       {}",
-        time_mode(&node, "post-interrupt-check", 50)
-    );
+    bench::figure("config, nothing to change", time_mode(&node, "config", 50));
+    bench::figure("config-check", time_mode(&node, "config-check", 50));
+    bench::figure("post-interrupt-check", time_mode(&node, "post-interrupt-check", 50));
 
     let parse = bench::time_in_process(200_000, || {
         std::hint::black_box(CrashKernel::parse(std::hint::black_box("1G-4G:192M,4G-64G:256M,64G-:512M")).unwrap());
     });
-    println!(
-        "parse a 3-range crashkernel value: {:.0} ns wall, {:.0} ns CPU",
-        parse.wall.as_secs_f64() * 1e9,
-        parse.cpu.as_secs_f64() * 1e9
+    bench::figure(
+        "parse a 3-range crashkernel value",
+        format!(
+            "{:.0} ns wall, {:.0} ns CPU",
+            parse.wall.as_secs_f64() * 1e9,
+            parse.cpu.as_secs_f64() * 1e9
+        ),
     );
 }

@@ -97,22 +97,24 @@ fn main() {
     let ms = |ns: f64| ns / 1e6;
     let row = |what: &str, step: &mut Vec<u128>, base: &mut Vec<u128>| {
         let (m, b) = (median(step), median(base));
-        println!(
-            "  {what:<34} step {:>7.3} ms   direct {:>7.3} ms   overhead {:>7.3} ms   (p90 step {:.3} ms)",
-            ms(m),
-            ms(b),
-            ms(m - b),
-            ms(percentile(step, 0.9))
+        skyhook_testkit::bench::figure(
+            &format!("{what} (median of {runs} rounds)"),
+            format!(
+                "step {:.3} ms, direct {:.3} ms, overhead {:.3} ms (p90 step {:.3} ms)",
+                ms(m),
+                ms(b),
+                ms(m - b),
+                ms(percentile(step, 0.9))
+            ),
         );
         m - b
     };
     let s = row("start → script start", &mut start, &mut base_start);
     let e = row("script end → exit", &mut end, &mut base_end);
     let total = ms(s + e);
-    println!(
-        "  {:<34} {total:.3} ms (budget {} ms)",
-        "overhead, start + end",
-        BUDGET.as_millis()
+    skyhook_testkit::bench::figure(
+        &format!("overhead, start + end (median of {runs} rounds)"),
+        format!("{total:.3} ms (budget {} ms)", BUDGET.as_millis()),
     );
     let b = row("bash script, end to end", &mut bash_step, &mut bash_direct);
     let worst = total.max(ms(b));

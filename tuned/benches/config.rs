@@ -33,10 +33,13 @@ fn main() {
         assert!(problems.is_empty());
         request.plan(&host, &layout, &Default::default()).unwrap();
     });
-    println!(
-        "validate the README example (parse + plan): {:.1} µs wall, {:.1} µs CPU per run",
-        validate.wall.as_secs_f64() * 1e6,
-        validate.cpu.as_secs_f64() * 1e6
+    bench::figure(
+        "validate the README example (parse + plan), mean of 2,000",
+        format!(
+            "{:.1} µs wall, {:.1} µs CPU per run",
+            validate.wall.as_secs_f64() * 1e6,
+            validate.cpu.as_secs_f64() * 1e6
+        ),
     );
 
     let node = common::debian(Some("2.21.0"));
@@ -44,8 +47,8 @@ fn main() {
     node.run("config").expect_code(0);
     node.run("config").expect_code(0);
     let reruns: Vec<Timing> = (0..50).map(|_| bench::time_mode(&node, "config")).collect();
-    println!(
-        "tuned config re-run, nothing changed (binary + stand-ins `tuned --version`, `tuned-adm active`): {}",
-        bench::summary(&reruns)
+    bench::figure(
+        "config re-run, nothing changed (binary + stand-ins `tuned --version`, `tuned-adm active`)",
+        bench::summary(&reruns),
     );
 }

@@ -57,10 +57,6 @@ fn main() {
          node; load average {})",
         bench::load_average()
     );
-    println!(
-        "{:>8}  {:>14}  {:>15}  {:>17}  {:>18}  {:>19}",
-        "profiles", "config CPU ms", "config wall ms", "uninstall CPU ms", "uninstall wall ms", "uninstall µs/profile"
-    );
     let mut rows = Vec::new();
     for profiles in SIZES {
         let n = node(profiles);
@@ -72,13 +68,16 @@ fn main() {
             common::preinstall(&n, "2.21.0");
         }
         let (config, uninstall) = (medians(&config), medians(&uninstall));
-        println!(
-            "{profiles:>8}  {:>14.1}  {:>15.1}  {:>17.1}  {:>18.1}  {:>19.1}",
-            ms(config.0),
-            ms(config.1),
-            ms(uninstall.0),
-            ms(uninstall.1),
-            ms(uninstall.0) * 1e3 / profiles as f64
+        bench::figure(
+            &format!("config, then uninstall, {profiles} profiles (median of {runs})"),
+            format!(
+                "config {:.1} ms CPU / {:.1} ms wall; uninstall {:.1} ms CPU / {:.1} ms wall ({:.1} µs CPU per profile)",
+                ms(config.0),
+                ms(config.1),
+                ms(uninstall.0),
+                ms(uninstall.1),
+                ms(uninstall.0) * 1e3 / profiles as f64
+            ),
         );
         rows.push((profiles, config.0, uninstall.0));
     }
@@ -89,11 +88,14 @@ fn main() {
         growth(config_small, config_large),
         growth(uninstall_small, uninstall_large),
     );
-    println!(
-        "growth {small}→{large} profiles (×{}): config CPU ×{config_growth:.1}, uninstall CPU \
+    bench::figure(
+        "growth of the CPU time",
+        format!(
+            " {small}→{large} profiles (×{}): config CPU ×{config_growth:.1}, uninstall CPU \
          ×{uninstall_growth:.1} (linear ×{}, accepted up to ×{MAX_GROWTH})",
-        large / small,
-        large / small
+            large / small,
+            large / small
+        ),
     );
     assert!(
         uninstall_growth <= MAX_GROWTH && config_growth <= MAX_GROWTH,

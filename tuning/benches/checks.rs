@@ -66,10 +66,6 @@ fn main() {
          load average {})",
         bench::load_average()
     );
-    println!(
-        "{:>7}  {:>16}  {:>24}  {:>13}  {:>12}  {:>12}",
-        "keys", "config-check ms", "post-interrupt-check ms", "total wall ms", "total CPU ms", "CPU µs/key"
-    );
     let mut totals = Vec::new();
     for keys in SIZES {
         let n = node(keys);
@@ -84,13 +80,16 @@ fn main() {
         }
         let (t, c) = (median(wall), median(cpu));
         totals.push((keys, t, c));
-        println!(
-            "{keys:>7}  {:>16.1}  {:>24.1}  {:>13.1}  {:>12.1}  {:>12.2}",
-            ms(median(cc)),
-            ms(median(pic)),
-            ms(t),
-            ms(c),
-            ms(c) * 1e3 / keys as f64
+        bench::figure(
+            &format!("config-check + post-interrupt-check, {keys} keys (median of {runs})"),
+            format!(
+                "{:.1} + {:.1} ms wall, {:.1} ms wall in all, {:.1} ms CPU ({:.2} µs CPU per key)",
+                ms(median(cc)),
+                ms(median(pic)),
+                ms(t),
+                ms(c),
+                ms(c) * 1e3 / keys as f64
+            ),
         );
     }
     let (_, t10, _) = totals.iter().find(|(k, _, _)| *k == 10_000).copied().unwrap();

@@ -58,10 +58,6 @@ fn main() {
          scratch root; load average {})",
         bench::load_average()
     );
-    println!(
-        "{:>6}  {:>14}  {:>15}  {:>17}  {:>18}  {:>16}",
-        "files", "config CPU ms", "config wall ms", "uninstall CPU ms", "uninstall wall ms", "uninstall µs/file"
-    );
     let mut rows = Vec::new();
     for units in SIZES {
         let n = node(units);
@@ -71,13 +67,16 @@ fn main() {
             uninstall.push(time_mode(&n, "uninstall"));
         }
         let (config, uninstall) = (medians(&config), medians(&uninstall));
-        println!(
-            "{units:>6}  {:>14.1}  {:>15.1}  {:>17.1}  {:>18.1}  {:>16.1}",
-            ms(config.0),
-            ms(config.1),
-            ms(uninstall.0),
-            ms(uninstall.1),
-            ms(uninstall.0) * 1e3 / units as f64
+        bench::figure(
+            &format!("config, then uninstall, {units} files (median of {runs})"),
+            format!(
+                "config {:.1} ms CPU / {:.1} ms wall; uninstall {:.1} ms CPU / {:.1} ms wall ({:.1} µs CPU per file)",
+                ms(config.0),
+                ms(config.1),
+                ms(uninstall.0),
+                ms(uninstall.1),
+                ms(uninstall.0) * 1e3 / units as f64
+            ),
         );
         rows.push((units, config.0, uninstall.0));
     }
@@ -88,11 +87,14 @@ fn main() {
         growth(config_small, config_large),
         growth(uninstall_small, uninstall_large),
     );
-    println!(
-        "growth {small}→{large} files (×{}): config CPU ×{config_growth:.1}, uninstall CPU ×{uninstall_growth:.1} \
+    bench::figure(
+        "growth of the CPU time",
+        format!(
+            " {small}→{large} files (×{}): config CPU ×{config_growth:.1}, uninstall CPU ×{uninstall_growth:.1} \
          (linear ×{}, accepted up to ×{MAX_GROWTH})",
-        large / small,
-        large / small
+            large / small,
+            large / small
+        ),
     );
     assert!(
         uninstall_growth <= MAX_GROWTH && config_growth <= MAX_GROWTH,

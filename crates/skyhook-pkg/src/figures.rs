@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-//! `skyhook-pkg figures`: renders the figures the test campaigns and benches recorded
-//! (`SKYHOOK_FIGURES=<dir>`, one JSON line each in `<dir>/figures.jsonl`, see
-//! `skyhook_testkit::figures`) as the one generated figures file, `FIGURES.md`,
-//! headed by the machine they were measured on and the date. Figures live there and
-//! nowhere else: the READMEs link to it instead of quoting numbers that go stale.
+//! `skyhook-pkg figures`: renders the figures the test campaigns, the tiers and the
+//! benches recorded (`SKYHOOK_FIGURES=<dir>`, one JSON line each in
+//! `<dir>/figures.jsonl`, see `skyhook_testkit::figures`) as the one generated figures
+//! file, `FIGURES.md`. Figures live there and nowhere else: the READMEs link to it
+//! instead of quoting numbers that go stale.
+//!
+//! The file is grouped by section (`kill points`, `benches`, `VM tier`…) and, inside
+//! it, by package; each group says the machine and the date it was measured on.
+//! Writing into an existing file replaces the groups the new run measured and keeps
+//! the others as they were (a `cargo bench -p tuning` run replaces tuning's bench
+//! figures alone; a whole `.ci/run` replaces everything it measured).
 
 use std::collections::BTreeMap;
 use std::path::Path;
@@ -15,67 +21,103 @@ use crate::error::ToolError;
 /// One recorded figure.
 #[derive(Debug, Clone, PartialEq, Eq, PartialOrd, Ord)]
 struct Figure {
-    package: String,
     test: String,
     what: String,
     value: String,
 }
 
-/// Renders `<from>/figures.jsonl`; writes it to `write` when given, else prints it.
+/// The figures of one package in one section, and where and when they were measured.
+#[derive(Debug, Clone, PartialEq, Eq)]
+struct Group {
+    measured: String,
+    figures: Vec<Figure>,
+}
+
+/// Every group, by (section, package).
+type Groups = BTreeMap<(String, String), Group>;
+
+const TITLE: &str = "# Figures";
+const MEASURED: &str = "Measured ";
+
+/// Renders `<from>/figures.jsonl`; writes it to `write` when given (merged into the
+/// groups the file already has), else prints it.
 pub fn run(from: &Path, write: Option<&Path>) -> Result<bool, ToolError> {
     let jsonl = from.join("figures.jsonl");
     let text = std::fs::read_to_string(&jsonl).map_err(|e| ToolError::io("read the collected figures", &jsonl, e))?;
-    let sections = parse(&text).map_err(|why| ToolError::Input {
+    let measured = format!("{} on {}", today(), machine());
+    let new = parse(&text, &measured).map_err(|why| ToolError::Input {
         path: jsonl.clone(),
         why,
     })?;
-    let rendered = render(&sections, &machine(), &today());
     match write {
-        Some(path) => std::fs::write(path, rendered).map_err(|e| ToolError::io("write the figures file", path, e))?,
-        None => out!("{rendered}"),
+        Some(path) => {
+            let mut groups = match std::fs::read_to_string(path) {
+                Ok(existing) => read_rendered(&existing).map_err(|why| ToolError::Input {
+                    path: path.to_path_buf(),
+                    why,
+                })?,
+                Err(e) if e.kind() == std::io::ErrorKind::NotFound => Groups::new(),
+                Err(e) => return Err(ToolError::io("read the figures file", path, e)),
+            };
+            groups.extend(new);
+            std::fs::write(path, render(&groups)).map_err(|e| ToolError::io("write the figures file", path, e))?
+        }
+        None => out!("{}", render(&new)),
     }
     Ok(true)
 }
 
-/// The figures of `text` (JSON lines), by section, each section sorted; a line that
-/// is not a figure is an error naming its number.
-fn parse(text: &str) -> Result<BTreeMap<String, Vec<Figure>>, String> {
-    let mut sections: BTreeMap<String, Vec<Figure>> = BTreeMap::new();
+/// The figures of `text` (JSON lines), grouped, each group sorted and `measured` as
+/// given; a line that is not a figure is an error naming its number.
+fn parse(text: &str, measured: &str) -> Result<Groups, String> {
+    let mut groups = Groups::new();
     for (n, line) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
         let v: Value = serde_json::from_str(line).map_err(|e| format!("line {}: not JSON ({e})", n + 1))?;
         let field = |k: &str| v.get(k).and_then(Value::as_str).map(str::to_string);
         let (Some(section), Some(what), Some(value)) = (field("section"), field("what"), field("value")) else {
             return Err(format!("line {}: a figure needs section, what and value", n + 1));
         };
-        sections.entry(section).or_default().push(Figure {
-            package: field("package").unwrap_or_default(),
+        let group = groups
+            .entry((section, field("package").unwrap_or_default()))
+            .or_insert_with(|| Group {
+                measured: measured.to_string(),
+                figures: Vec::new(),
+            });
+        group.figures.push(Figure {
             test: field("test").unwrap_or_default(),
             what,
             value,
         });
     }
-    for figures in sections.values_mut() {
-        figures.sort();
-        figures.dedup();
+    for group in groups.values_mut() {
+        group.figures.sort();
+        group.figures.dedup();
     }
-    Ok(sections)
+    Ok(groups)
 }
 
-fn render(sections: &BTreeMap<String, Vec<Figure>>, machine: &str, date: &str) -> String {
+fn render(groups: &Groups) -> String {
     let mut out = format!(
-        "# Figures\n\nGenerated by `skyhook-pkg figures` from what the test campaigns and benches \
-         recorded (`SKYHOOK_FIGURES=<dir> cargo test --workspace`, then `cargo run -p skyhook-pkg -- \
-         figures --from <dir> --write FIGURES.md`). Do not edit by hand.\n\n\
-         - date: {date}\n- machine: {machine}\n"
+        "{TITLE}\n\nGenerated by `skyhook-pkg figures` from what the test campaigns, the tiers and the \
+         benches recorded: `SKYHOOK_FIGURES=<dir>` while they run (`.ci/run` sets it for its test, \
+         image and VM steps; `SKYHOOK_FIGURES=<dir> cargo bench -p <package>` for a bench), then \
+         `cargo run -p skyhook-pkg -- figures --from <dir> --write FIGURES.md`, which replaces the \
+         groups that run measured and keeps the others. Do not edit by hand.\n"
     );
-    for (section, figures) in sections {
+    let mut section = None;
+    for ((s, package), group) in groups {
+        if section != Some(s) {
+            out.push_str(&format!("\n## {s}\n"));
+            section = Some(s);
+        }
         out.push_str(&format!(
-            "\n## {section}\n\n| package | test | what | figure |\n|---|---|---|---|\n"
+            "\n### {}\n\n{MEASURED}{}.\n\n| test | what | figure |\n|---|---|---|\n",
+            if package.is_empty() { "(no package)" } else { package },
+            group.measured
         ));
-        for f in figures {
+        for f in &group.figures {
             out.push_str(&format!(
-                "| {} | {} | {} | {} |\n",
-                cell(&f.package),
+                "| {} | {} | {} |\n",
                 cell(&f.test),
                 cell(&f.what),
                 cell(&f.value)
@@ -83,6 +125,72 @@ fn render(sections: &BTreeMap<String, Vec<Figure>>, machine: &str, date: &str) -
         }
     }
     out
+}
+
+/// The groups of a file [`render`] wrote; anything else is an error naming the line.
+fn read_rendered(text: &str) -> Result<Groups, String> {
+    let mut groups = Groups::new();
+    let (mut section, mut key): (Option<String>, Option<(String, String)>) = (None, None);
+    for (n, line) in text.lines().enumerate() {
+        let bad = |why: &str| Err(format!("line {}: {why} (regenerate the file from a whole run)", n + 1));
+        if let Some(s) = line.strip_prefix("## ") {
+            section = Some(s.to_string());
+            key = None;
+        } else if let Some(p) = line.strip_prefix("### ") {
+            let Some(s) = &section else {
+                return bad("a package heading outside a section");
+            };
+            let package = if p == "(no package)" { "" } else { p };
+            let k = (s.clone(), package.to_string());
+            groups.insert(
+                k.clone(),
+                Group {
+                    measured: String::new(),
+                    figures: Vec::new(),
+                },
+            );
+            key = Some(k);
+        } else if let Some(m) = line.strip_prefix(MEASURED) {
+            let Some(group) = key.as_ref().and_then(|k| groups.get_mut(k)) else {
+                return bad("a measurement line outside a package's group");
+            };
+            group.measured = m.trim_end_matches('.').to_string();
+        } else if line.starts_with('|') && !line.starts_with("| test |") && !line.starts_with("|---") {
+            let Some(group) = key.as_ref().and_then(|k| groups.get_mut(k)) else {
+                return bad("a table row outside a package's group");
+            };
+            let cells = row_cells(line);
+            let [test, what, value] = cells.as_slice() else {
+                return bad("a row without its three cells");
+            };
+            group.figures.push(Figure {
+                test: test.clone(),
+                what: what.clone(),
+                value: value.clone(),
+            });
+        } else if section.is_some() && line.starts_with("- ") {
+            return bad("a list line inside the sections");
+        }
+    }
+    Ok(groups)
+}
+
+/// The cells of a Markdown table row [`cell`] escaped.
+fn row_cells(line: &str) -> Vec<String> {
+    let inner = line.trim().trim_start_matches('|').strip_suffix('|').unwrap_or("");
+    let mut cells = vec![String::new()];
+    let mut chars = inner.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' if chars.peek() == Some(&'|') => {
+                cells.last_mut().unwrap().push('|');
+                chars.next();
+            }
+            '|' => cells.push(String::new()),
+            c => cells.last_mut().unwrap().push(c),
+        }
+    }
+    cells.into_iter().map(|c| c.trim().to_string()).collect()
 }
 
 /// A Markdown table cell: no pipe or newline breaks the row.
@@ -131,31 +239,72 @@ fn today() -> String {
 mod tests {
     use super::*;
 
-    #[test]
-    fn lines_render_as_one_table_per_section_sorted_with_machine_and_date() {
-        let text = r#"{"section":"kill points","package":"tuning","test":"b","what":"config","value":"12"}
+    const LINES: &str = r#"{"section":"kill points","package":"tuning","test":"b","what":"config","value":"12"}
 {"section":"hostile input","package":"kdump","test":"a","what":"cases","value":"40 | 0"}
 {"section":"kill points","package":"kdump","test":"a","what":"config","value":"7"}
 "#;
-        let out = render(&parse(text).unwrap(), "x86_64 (cpu), 2 cores, 23 GiB", "2026-12-03");
-        assert!(
-            out.contains("- date: 2026-12-03\n- machine: x86_64 (cpu), 2 cores, 23 GiB\n"),
-            "{out}"
-        );
+
+    #[test]
+    fn lines_render_as_one_group_per_section_and_package_with_machine_and_date() {
+        let out = render(&parse(LINES, "2026-12-03 on x86_64 (cpu), 2 cores, 23 GiB").unwrap());
         let hostile = out.find("## hostile input").unwrap();
         let kill = out.find("## kill points").unwrap();
         assert!(hostile < kill, "{out}");
-        assert!(out.find("| kdump | a | config | 7 |").unwrap() < out.find("| tuning | b | config | 12 |").unwrap());
+        assert_eq!(
+            out.matches("## kill points").count(),
+            1,
+            "one heading per section: {out}"
+        );
+        assert!(
+            out.find("### kdump").unwrap() < out.find("### tuning").unwrap(),
+            "{out}"
+        );
+        assert!(
+            out.contains("### tuning\n\nMeasured 2026-12-03 on x86_64 (cpu), 2 cores, 23 GiB.\n"),
+            "{out}"
+        );
+        assert!(out.contains("| b | config | 12 |"), "{out}");
         assert!(out.contains("40 \\| 0"), "a pipe is escaped: {out}");
+    }
+
+    #[test]
+    fn a_rendered_file_reads_back_as_its_groups() {
+        let groups = parse(LINES, "2026-12-01 on m").unwrap();
+        assert_eq!(read_rendered(&render(&groups)).unwrap(), groups);
+    }
+
+    #[test]
+    fn a_new_run_replaces_the_groups_it_measured_and_keeps_the_others() {
+        let mut groups = read_rendered(&render(&parse(LINES, "2026-12-01 on old").unwrap())).unwrap();
+        let bench = r#"{"section":"kill points","package":"tuning","test":"c","what":"config","value":"13"}"#;
+        groups.extend(parse(bench, "2026-12-03 on new").unwrap());
+        let out = render(&groups);
+        assert!(
+            !out.contains("| b | config | 12 |"),
+            "tuning's old kill points are gone: {out}"
+        );
+        assert!(out.contains("### tuning\n\nMeasured 2026-12-03 on new.\n\n| test | what | figure |\n|---|---|---|\n| c | config | 13 |"), "{out}");
+        assert!(out.contains("### kdump\n\nMeasured 2026-12-01 on old.\n\n| test | what | figure |\n|---|---|---|\n| a | config | 7 |"), "{out}");
+    }
+
+    #[test]
+    fn a_file_not_in_the_rendered_shape_is_refused_naming_the_line() {
+        let old =
+            "# Figures\n\n## images\n\n| package | test | what | figure |\n|---|---|---|---|\n| a | b | c | d |\n";
+        let why = read_rendered(old).unwrap_err();
+        assert!(
+            why.starts_with("line 5: a table row outside a package's group"),
+            "{why}"
+        );
     }
 
     #[test]
     fn a_line_that_is_not_a_figure_names_its_number() {
         assert_eq!(
-            parse("{}\n").unwrap_err(),
+            parse("{}\n", "d").unwrap_err(),
             "line 1: a figure needs section, what and value"
         );
-        assert!(parse("\n{\n").unwrap_err().starts_with("line 2: not JSON"));
+        assert!(parse("\n{\n", "d").unwrap_err().starts_with("line 2: not JSON"));
     }
 
     #[test]

@@ -170,7 +170,8 @@ enum Command {
         /// The directory the figures were collected in.
         #[arg(long)]
         from: PathBuf,
-        /// Write the rendered file here (default: print it).
+        /// Write the rendered file here, replacing the groups this run measured and keeping
+        /// the others (default: print it).
         #[arg(long)]
         write: Option<PathBuf>,
     },

@@ -2,7 +2,9 @@
 //! Figures for the packages' benches. A build machine shared with other builds
 //! inflates wall time by however long the step waited for a core; the CPU time
 //! (user + system) a step used does not move with the load, so the benches report
-//! it beside the wall time, and the READMEs quote it.
+//! it beside the wall time. Each figure a bench reports ([`figure`]) is printed and,
+//! under `SKYHOOK_FIGURES`, recorded for the generated figures file (FIGURES.md), the
+//! one place the READMEs point to for measured numbers.
 
 use std::time::{Duration, Instant};
 
@@ -77,6 +79,31 @@ pub fn load_average() -> String {
 pub fn median(mut samples: Vec<Duration>) -> Option<Duration> {
     samples.sort();
     samples.get(samples.len() / 2).copied()
+}
+
+/// The section of the figures file benches record in.
+pub const SECTION: &str = "benches";
+
+/// Prints `what: value` and records it (section [`SECTION`], under the bench's name)
+/// for the figures file.
+pub fn figure(what: &str, value: impl std::fmt::Display) {
+    let value = value.to_string();
+    println!("{what}: {value}");
+    crate::figures::record_as(SECTION, &bench_name(), what, &value);
+}
+
+/// The running bench's target name: its executable's name without cargo's hash
+/// suffix (`checks-0123abcd` → `checks`).
+fn bench_name() -> String {
+    let exe = std::env::args().next().unwrap_or_default();
+    let file = std::path::Path::new(&exe)
+        .file_name()
+        .map(|f| f.to_string_lossy().into_owned())
+        .unwrap_or_default();
+    match file.rsplit_once('-') {
+        Some((name, hash)) if !hash.is_empty() && hash.chars().all(|c| c.is_ascii_hexdigit()) => name.to_string(),
+        _ => file,
+    }
 }
 
 /// Medians of wall and CPU time over `timings`, as `wall 7.1 ms, CPU 3.0 ms (50 runs)`.

@@ -15,13 +15,18 @@ pub const FIGURES_VAR: &str = "SKYHOOK_FIGURES";
 pub const FIGURES_FILE: &str = "figures.jsonl";
 
 /// Records `value` for `what` under `section` (`kill points`, `hostile input`…),
-/// prefixed with the package under test and the test's name.
+/// prefixed with the package under test and the test's name (its thread's).
 pub fn record(section: &str, what: &str, value: impl std::fmt::Display) {
+    let test = std::thread::current().name().unwrap_or("").to_string();
+    record_as(section, &test, what, value);
+}
+
+/// [`record`] under the name `test` (a bench's, whose work runs on `main`).
+pub fn record_as(section: &str, test: &str, what: &str, value: impl std::fmt::Display) {
     let Some(dir) = std::env::var_os(FIGURES_VAR).filter(|d| !d.is_empty()) else {
         return;
     };
     let package = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
-    let test = std::thread::current().name().unwrap_or("").to_string();
     let line = serde_json::json!({
         "section": section,
         "package": package,

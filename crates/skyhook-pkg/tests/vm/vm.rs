@@ -49,6 +49,9 @@ use crate::{cache, disk};
 const LABEL: &str = "skyhook-vm";
 /// What every script starts with.
 const PRELUDE: &str = include_str!("guest/prelude.sh");
+/// The section of the figures file (FIGURES.md) the tier records its times in, under
+/// `SKYHOOK_FIGURES`: each boot, each scenario, each base image and payload.
+const FIGURES_SECTION: &str = "VM tier";
 /// A boot's default time limit: boot (~20 s), the script, the reboot (x86_64, before
 /// [`limit`] scales it).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -127,6 +130,11 @@ fn prepare(cache: &Path, arch: Arch) -> Result<Env, String> {
     let qemu = Qemu::obtain(cache, arch)?;
     let payload = build_payload(cache, arch)?;
     eprintln!("vm: {} ready in {:.0?}", arch.name(), started.elapsed());
+    skyhook_testkit::figures::record(
+        FIGURES_SECTION,
+        &format!("{} qemu and payload ready", arch.name()),
+        format!("{} s", started.elapsed().as_secs()),
+    );
     Ok(Env { qemu, payload })
 }
 
@@ -138,6 +146,11 @@ fn image_of(guest: Guest) -> &'static Image {
         let started = Instant::now();
         let image = image::base(&shared().cache, qemu, guest)?;
         eprintln!("vm: {} base image ready in {:.0?}", guest.name(), started.elapsed());
+        skyhook_testkit::figures::record(
+            FIGURES_SECTION,
+            &format!("{} base image ready (cached: under a second)", guest.name()),
+            format!("{} s", started.elapsed().as_secs()),
+        );
         Ok(image)
     }) {
         Ok(image) => image,
@@ -282,6 +295,11 @@ pub fn boot_once(qemu: &Qemu, spec: BootSpec, script: &str) -> Result<Boot, Stri
         "vm: {which}: {up}, exit {}, {} s of its {limit} s limit",
         exit.as_deref().map_or("?", str::trim),
         elapsed.as_secs()
+    );
+    skyhook_testkit::figures::record(
+        FIGURES_SECTION,
+        &format!("{} {} boot {}", qemu.arch().name(), spec.who, spec.label),
+        format!("{up}, {} s power-on to power-off", elapsed.as_secs()),
     );
     let Some(exit) = exit else {
         let how = if read("started").is_none() {
@@ -617,6 +635,13 @@ impl Drop for Vm {
             self.boots,
             self.started.elapsed()
         );
+        if !std::thread::panicking() {
+            skyhook_testkit::figures::record(
+                FIGURES_SECTION,
+                &format!("{}: the whole scenario", self.name),
+                format!("{} boot(s) in {} s", self.boots, self.started.elapsed().as_secs()),
+            );
+        }
         if std::thread::panicking() || std::env::var_os("SKYHOOK_VM_KEEP").is_some() {
             eprintln!(
                 "vm: {}: kept for inspection: {} (disk, console logs and results per boot)",
