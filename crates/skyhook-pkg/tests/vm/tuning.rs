@@ -31,6 +31,10 @@ struct Platform {
     unreserved: &'static str,
     /// Whether boot 1 first proves the refusals of 512M huge pages ([`REFUSALS`]).
     refuses_512m: bool,
+    /// Whether a third boot proves the node after uninstall and a reboot. The 16k
+    /// guest leaves it out: it is the same code path as the other guests' third boot,
+    /// and a boot at `-cpu max` under TCG costs CI minutes.
+    boots_after_uninstall: bool,
 }
 
 /// x86_64: the default size (2M).
@@ -41,6 +45,7 @@ const X86_64: Platform = Platform {
     huge_pages: &[("2048kB", 16)],
     unreserved: "hugepages=16 asks for 16 huge pages of 2M, the kernel reserved 0",
     refuses_512m: false,
+    boots_after_uninstall: true,
 };
 
 /// arm64 with 4k pages (Debian's arm64 kernel): 2M (a PMD) and 64K (contiguous PTEs),
@@ -58,6 +63,7 @@ const ARM64: Platform = Platform {
     huge_pages: &[("2048kB", 16), ("64kB", 32)],
     unreserved: "hugepages=32 asks for 32 huge pages of 64K, the kernel reserved 0",
     refuses_512m: false,
+    boots_after_uninstall: true,
 };
 
 /// arm64 with 16k pages (bookworm-backports' arm64-16k kernel): 2M (contiguous PTEs)
@@ -75,6 +81,7 @@ const ARM64_16K: Platform = Platform {
     huge_pages: &[("2048kB", 16), ("32768kB", 4)],
     unreserved: "hugepages=4 asks for 4 huge pages of 32M, the kernel reserved 0",
     refuses_512m: true,
+    boots_after_uninstall: false,
 };
 
 /// Boot 1 on the 16k-page guest, before anything else: huge pages of 512M, which a
@@ -238,7 +245,7 @@ fn tuning_arm64_16k() {
 }
 
 /// Three boots: install to the interrupt, after the reboot (then uninstall), after
-/// uninstall and a reboot.
+/// uninstall and a reboot (where [`Platform::boots_after_uninstall`]).
 fn scenario(platform: &Platform) {
     let mut vm = Vm::new_guest(platform.name, platform.guest);
     let grub_conf = platform.args.join("\n") + "\n";
@@ -314,6 +321,14 @@ fn scenario(platform: &Platform) {
     );
     assert_eq!(after.file("nofile").trim(), "65536 131072", "the service's LimitNOFILE");
 
+    assert_eq!(
+        install.file("sysctl-before"),
+        "vm.swappiness=30\nnet.core.somaxconn=4096\nfs.inotify.max_user_instances=128\n",
+        "the node's own values before config (the scenario's premise)"
+    );
+    if !platform.boots_after_uninstall {
+        return;
+    }
     let back = vm.boot("after-uninstall", AFTER_UNINSTALL);
     back.expect_running();
     back.script.success().expect_step("uninstall-check", 0);
@@ -321,10 +336,5 @@ fn scenario(platform: &Platform) {
         !back.file("cmdline").contains("skyhook.vmtest"),
         "{}",
         back.file("cmdline")
-    );
-    assert_eq!(
-        install.file("sysctl-before"),
-        "vm.swappiness=30\nnet.core.somaxconn=4096\nfs.inotify.max_user_instances=128\n",
-        "the node's own values before config (the scenario's premise)"
     );
 }
