@@ -295,7 +295,7 @@ pub fn check(
                      configuration; config puts it on"
                 )),
                 (Some(arg), Some(entry)) if entry.iter().rfind(|a| is_acs(a)) != Some(arg) => unmet.push(format!(
-                    "pcie-acs: the default boot entry does not end with {arg} (it has: {}); config puts it on",
+                    "pcie-acs: the default boot entry's last {ACS_PREFIX} is not {arg} (it has: {}); config puts it on",
                     entry.join(" ")
                 )),
                 _ => {}

@@ -116,15 +116,16 @@ impl Plan {
             .iter()
             .any(|s| !ledger.paths_of(s).is_empty());
         let touches = self.pcie_acs() || self.iommu_wanted || taken_back || ledger.changes.regenerate;
+        if !touches && ledger.changes.kernel_args.is_empty() {
+            return Ok(());
+        }
         if step.os_release()?.family()? == Family::Rhel {
-            if touches || !ledger.changes.kernel_args.is_empty() {
-                let boot = boot_config(step)?;
-                let wanted = boot_args::wanted(&ledger, self.pcie_acs(), self.iommu_wanted)?;
-                if !wanted.is_empty() && !boot_args::is_current(&ledger, &boot, &wanted)? {
-                    boot_args::refuse_conflicts(&step.host, &boot, &wanted)?;
-                }
-                self.kernel_args = Some((boot, wanted));
+            let boot = boot_config(step)?;
+            let wanted = boot_args::wanted(&ledger, self.pcie_acs(), self.iommu_wanted)?;
+            if !wanted.is_empty() && !boot_args::is_current(&ledger, &boot, &wanted)? {
+                boot_args::refuse_conflicts(&step.host, &boot, &wanted)?;
             }
+            self.kernel_args = Some((boot, wanted));
         } else if touches {
             boot_config(step)?;
         }
@@ -216,14 +217,16 @@ pub fn check(step: &Step, plan: &Plan, booted: bool) -> Result<Vec<String>> {
     if let Some((unit, helper)) = &plan.assets.rdma_vfs_ready {
         rdma_vfs_ready::check(host, unit, helper, booted, &mut unmet)?;
     }
-    if step.os_release()?.family()? == Family::Rhel {
-        let record = &ledger.changes.kernel_args;
+    let record = &ledger.changes.kernel_args;
+    let relevant = plan.pcie_acs() || plan.iommu_wanted || !record.is_empty();
+    let rhel = relevant && matches!(step.os_release().and_then(|o| o.family()), Ok(Family::Rhel));
+    if rhel {
         if plan.pcie_acs() && host.which(pcie_acs::TOOL).is_none() {
             unmet.push(format!(
                 "pcie-acs: {} is not installed on this node, so the ACS settings cannot be read",
                 pcie_acs::TOOL
             ));
-        } else if plan.pcie_acs() || plan.iommu_wanted || !record.is_empty() {
+        } else {
             let boot = boot_config(step).ok();
             boot_args::check(
                 &ledger,
