@@ -11,7 +11,8 @@
 //! host changes beyond tuned profiles a service ships for an accelerator (`oci` × `gb300`),
 //! [`grub`] the services' GRUB drop-ins (eks's and aks's left to tuned on RHEL-like
 //! hosts, rke2's decided as upstream's step, GRUB regenerated on Debian-family nodes),
-//! [`grub_d`] the refusal of the drop-ins still left on RHEL-like hosts (oci × gb300),
+//! [`grub_d`] the refusal of a service's drop-in still left on RHEL-like hosts (the
+//! oci × gb300 ACS and IOMMU arguments go on the boot entries there instead),
 //! [`runtime_limits`] the container runtime's running limits against its drop-in,
 //! [`sysctl_conflicts`] the chain's sysctls that a tuning entry sets otherwise,
 //! [`review`] what lint asks of the package.
@@ -118,7 +119,7 @@ fn config(step: &Step) -> Result<Outcome> {
     // running kernel cannot register (gb200's 512M on a 4k or 16k kernel).
     tuned::bootloader::refuse_unregistrable_hugepages(&step.host, &desired.bootloader_chain())?;
     let mut host_plan = host_steps::Plan::read(step, desired.rendered.host.clone(), desired.spcx_cc)?;
-    grub_d::refuse_on_rhel_like(step, &desired, &host_plan)?;
+    grub_d::refuse_on_rhel_like(step, &desired)?;
     host_plan.preflight(step)?;
     let regeneration = grub::regeneration::Regeneration::read(step, &desired, &catalog, true)?;
     let files_need = desired.files_interrupt(&step.host)?;
@@ -209,7 +210,7 @@ fn uninstall(step: &Step) -> Result<Outcome> {
     let host_needs = host_steps::uninstall(step)?;
     if host_needs != skyhook_core::Interrupt::NoOp {
         log::info!(
-            "uninstall took back GRUB drop-ins of the host steps: the node's boot settings return at the next boot (needs a reboot)"
+            "uninstall took back the host steps' kernel arguments (GRUB drop-ins, or the boot entries' on RHEL-like hosts): the node's boot settings return at the next boot (needs a reboot)"
         );
     }
     let catalog = Catalog::embedded();

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Crash consistency: config (first deploy with a service, its files and the
 //! tuned-main.conf edit; a reconcile to another intent; the oci host steps on a GB300
-//! node) and uninstall (also of the host steps) are killed at
+//! node, on Ubuntu and on Oracle Linux 9 with grubby-bls or GRUB's defaults) and
+//! uninstall (also of the host steps) are killed at
 //! their mutating system calls (skyhook_testkit::killpoint), rerun, and must end
 //! exactly where an uninterrupted run ends, with the check mode passing.
 
@@ -125,4 +126,23 @@ fn uninstall_of_the_oci_host_steps_converges_after_a_kill() {
     let node = oci_node::gb300_oci();
     node.run("config").expect_code(0);
     campaign(&node, "uninstall", "uninstall-check");
+}
+
+/// The oci host steps' kernel arguments on an Oracle Linux 9 GB300 node: with
+/// grubby-bls (each entry's options, `/etc/default/grub`, `/etc/kernel/cmdline`
+/// recorded and given back) or with GRUB's defaults and grub2-mkconfig.
+#[test]
+fn config_of_the_oci_host_steps_on_rhel_converges_after_a_kill() {
+    for grubby in [true, false] {
+        campaign(&oci_node::rhel_oci(grubby), "config", "config-check");
+    }
+}
+
+#[test]
+fn uninstall_of_the_oci_host_steps_on_rhel_converges_after_a_kill() {
+    for grubby in [true, false] {
+        let node = oci_node::rhel_oci(grubby);
+        node.run("config").expect_code(0);
+        campaign(&node, "uninstall", "uninstall-check");
+    }
 }

@@ -2,17 +2,14 @@
 //! GRUB drop-ins on RHEL-like hosts, where only Debian-family GRUB reads
 //! `/etc/default/grub.d`: eks's and aks's drop-in is left out (tuned's bootloader plugin
 //! puts the arguments on the boot entries there) and the rest of the service deployed;
-//! rke2 (upstream's configure_bootloader) and the oci × gb300 host steps (the PCIe ACS
-//! correction, the IOMMU passthrough workaround) are refused before any change; the
-//! same pairs on Ubuntu, and other pairs on RHEL, go on.
+//! rke2 (upstream's configure_bootloader) is refused before any change; the same
+//! pairs on Ubuntu, and other pairs on RHEL, go on. (The oci × gb300 host steps put
+//! their kernel arguments on the boot configuration there: `rhel_host_steps.rs`.)
 
 #[path = "../../tuned/tests/common/mod.rs"]
 mod common;
 
-mod oci_node;
-
 use common::*;
-use oci_node::*;
 use skyhook_core::os::distro::fixtures;
 use skyhook_testkit::Node;
 
@@ -75,26 +72,4 @@ fn the_same_pair_on_ubuntu_and_a_pair_without_drop_ins_on_rhel_go_on() {
         node.run("config").expect_code(0);
         assert!(!node.exists("/etc/default/grub.d"), "{keys:?}");
     }
-}
-
-#[test]
-fn the_oci_gb300_grub_steps_are_refused_on_a_rhel_like_host_unless_switched_off() {
-    let node = on_oci(
-        rhel(fixtures::ROCKY_9, false, Some("2.24.1")),
-        &[("accelerator", "gb300"), ("service", "oci")],
-    );
-    let before = node.snapshot();
-    node.run("config")
-        .expect_code(1)
-        .expect_output(&format!("{ACS_DROP_IN} (the PCIe ACS correction (CONFIGURE_PCIE_ACS))"))
-        .expect_output(&format!(
-            "{IOMMU_DROP_IN} (the IOMMU passthrough workaround (CONFIGURE_IOMMU_PASSTHROUGH))"
-        ))
-        .expect_output("CONFIGURE_PCIE_ACS=false and CONFIGURE_IOMMU_PASSTHROUGH=false");
-    before.assert_same(&node.snapshot());
-    let mut node = node;
-    node.env("CONFIGURE_PCIE_ACS", "false")
-        .env("CONFIGURE_IOMMU_PASSTHROUGH", "false");
-    node.run("config").expect_code(0);
-    assert!(!node.exists(ACS_DROP_IN) && !node.exists(IOMMU_DROP_IN));
 }

@@ -109,17 +109,23 @@ pub fn check(host: &Host, want: bool, booted: bool, unmet: &mut Vec<String>) -> 
             "iommu-passthrough: {DROP_IN} is missing or altered; config writes it"
         ));
     }
-    if !booted {
-        return Ok(());
+    if booted {
+        let why = format!("a file sorting after {DROP_IN} overrides it, or the boot configuration was not regenerated");
+        check_booted(host, &why, unmet)?;
     }
+    Ok(())
+}
+
+/// After the reboot: the last `iommu.passthrough` on `/proc/cmdline` not 1, and an
+/// IOMMU group translating; `why`: what may have kept it off (for the message).
+pub fn check_booted(host: &Host, why: &str, unmet: &mut Vec<String>) -> Result<()> {
     let cmdline = running_cmdline(host)?;
     let last = cmdline.iter().rev().find_map(|a| a.strip_prefix("iommu.passthrough="));
     let cost = "no CUDA context can be created on this kernel (cudaMalloc reports the GPUs busy); if the kernel \
                 carries the fix, set CONFIGURE_IOMMU_PASSTHROUGH=false in the package's env";
     if last == Some("1") {
         unmet.push(format!(
-            "iommu-passthrough: the booted command line still ends with iommu.passthrough=1: a file sorting after \
-             {DROP_IN} overrides it, or the boot configuration was not regenerated; {cost}"
+            "iommu-passthrough: the booted command line still ends with iommu.passthrough=1: {why}; {cost}"
         ));
     } else if !translating(host)? {
         unmet.push(format!(

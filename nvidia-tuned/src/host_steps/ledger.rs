@@ -5,7 +5,10 @@
 //! directories created for them, the units enabled, whether the boot configuration
 //! still has to be regenerated (for these steps' drop-ins and for the services' GRUB
 //! drop-ins, [`crate::grub`]) and what GRUB was last generated from for the services'
-//! drop-ins ([`BootInputs`]). Every entry is saved *before* the change
+//! drop-ins ([`BootInputs`]), and on RHEL-like hosts the kernel arguments the PCIe
+//! ACS correction and the IOMMU workaround put on the boot configuration through
+//! core's [`OwnArgs`](skyhook_core::boot::OwnArgs) ([`Changes::kernel_args`], with
+//! each entry's originals). Every entry is saved *before* the change
 //! it covers, so a killed run, its rerun and uninstall (with or without the configMap)
 //! know what may have been left, and giving a file back restores it byte for byte.
 
@@ -13,6 +16,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::path::{Path, PathBuf};
 
 use serde::{Deserialize, Serialize};
+use skyhook_core::boot::ArgsRecord;
 use skyhook_core::records::footprint::Footprint;
 use skyhook_core::records::original::SavedFile;
 use skyhook_core::records::state::{Record, StateStore};
@@ -46,6 +50,11 @@ pub struct Changes {
     /// drop-in (eks, aks, rke2) was deployed; `None` otherwise.
     #[serde(skip_serializing_if = "Option::is_none")]
     pub grub: Option<BootInputs>,
+    /// On RHEL-like hosts: the host steps' kernel arguments on the boot entries
+    /// (grubby) or in `/etc/default/grub`, with what they replaced
+    /// ([`super::boot_args`]).
+    #[serde(skip_serializing_if = "ArgsRecord::is_empty")]
+    pub kernel_args: ArgsRecord,
 }
 
 /// What a service's GRUB drop-ins hand to GRUB when it is generated: the arguments
@@ -67,6 +76,7 @@ impl Record for Changes {
             && self.units.is_empty()
             && !self.regenerate
             && self.grub.is_none()
+            && self.kernel_args.is_empty()
     }
 }
 

@@ -8,14 +8,18 @@
 //! [`iommu_passthrough`] the IOMMU passthrough workaround, [`rdma_vf_ipv6`] IPv6 on the
 //! RDMA VFs that exist already, [`spcx_cc`] DOCA Spectrum-X congestion control;
 //! [`switches`] reads their
-//! environment, [`ledger`] records what they changed.
+//! environment, [`ledger`] records what they changed; on RHEL-like hosts, whose GRUB
+//! reads no `/etc/default/grub.d`, [`boot_args`] puts the ACS and IOMMU kernel
+//! arguments on the boot configuration instead (grubby, or GRUB's defaults).
 //!
 //! [`Plan::read`] validates everything (switches, `TOPO_PATH` not under a link, the
-//! tool present, GRUB present) before config changes anything; [`apply`] converges
+//! tool present, GRUB present, on RHEL-like hosts the kernel arguments' values and
+//! their effect) before config changes anything; [`apply`] converges
 //! the node and says which interrupt it needs, naming the step; a pair that ships no
 //! step gets none (and what an earlier pair left is taken back); [`uninstall`] goes by
 //! the record alone, so it works without the configMap and env.
 
+pub mod boot_args;
 pub mod iommu_passthrough;
 pub mod ledger;
 pub mod nccl_topo;
@@ -28,6 +32,7 @@ pub mod switches;
 use std::path::Path;
 
 use skyhook_core::boot::config::BootConfig;
+use skyhook_core::os::distro::Family;
 use skyhook_core::{Interrupt, Result, Step};
 
 use crate::catalog::HostAssets;
@@ -47,6 +52,9 @@ pub struct Plan {
     pub spcx_cc: bool,
     /// Its rails, found by [`Plan::preflight`].
     pub rails: Vec<String>,
+    /// On RHEL-like hosts, found by [`Plan::preflight`]: the boot configuration and
+    /// the kernel arguments the ACS and IOMMU steps want on it ([`boot_args`]).
+    pub kernel_args: Option<(BootConfig, Vec<String>)>,
 }
 
 impl Plan {
@@ -61,6 +69,7 @@ impl Plan {
                 iommu_wanted: false,
                 spcx_cc: false,
                 rails: Vec::new(),
+                kernel_args: None,
             });
         }
         let switches = Switches::from_env()?;
@@ -84,11 +93,14 @@ impl Plan {
             switches: Some(switches),
             iommu_wanted,
             rails: Vec::new(),
+            kernel_args: None,
         })
     }
 
     /// Checks the node before config changes anything: `TOPO_PATH` not a link nor
-    /// under one, `rdma_topo` present, GRUB present where a drop-in changes.
+    /// under one, `rdma_topo` present, GRUB present where a drop-in changes; on a
+    /// RHEL-like host, the kernel arguments wanted (the ACS value from `rdma_topo`)
+    /// and nothing on the boot configuration that would override them.
     pub fn preflight(&mut self, step: &Step) -> Result<()> {
         if let (true, Some(s)) = (self.spcx_cc, &self.switches) {
             self.rails = spcx_cc::preflight(&step.host, &s.rail_glob)?;
@@ -103,7 +115,18 @@ impl Plan {
         let taken_back = [pcie_acs::STEP, iommu_passthrough::STEP]
             .iter()
             .any(|s| !ledger.paths_of(s).is_empty());
-        if self.pcie_acs() || self.iommu_wanted || taken_back || ledger.changes.regenerate {
+        let touches = self.pcie_acs() || self.iommu_wanted || taken_back || ledger.changes.regenerate;
+        if !touches && ledger.changes.kernel_args.is_empty() {
+            return Ok(());
+        }
+        if step.os_release()?.family()? == Family::Rhel {
+            let boot = boot_config(step)?;
+            let wanted = boot_args::wanted(&ledger, self.pcie_acs(), self.iommu_wanted)?;
+            if !wanted.is_empty() && !boot_args::is_current(&ledger, &boot, &wanted)? {
+                boot_args::refuse_conflicts(&step.host, &boot, &wanted)?;
+            }
+            self.kernel_args = Some((boot, wanted));
+        } else if touches {
             boot_config(step)?;
         }
         Ok(())
@@ -160,12 +183,18 @@ pub fn apply(step: &Step, plan: &Plan) -> Result<Interrupt> {
         Some((unit, helper)) => needs = needs.combine(rdma_vfs_ready::apply(&mut ledger, unit, helper)?),
         None => rdma_vfs_ready::remove(&mut ledger)?,
     }
-    needs = needs.combine(if plan.pcie_acs() {
-        pcie_acs::apply(&mut ledger)?
+    if let Some((boot, wanted)) = &plan.kernel_args {
+        needs = needs.combine(pcie_acs::remove(&mut ledger)?);
+        needs = needs.combine(iommu_passthrough::remove(&mut ledger)?);
+        needs = needs.combine(boot_args::apply(&mut ledger, boot, wanted)?);
     } else {
-        pcie_acs::remove(&mut ledger)?
-    });
-    needs = needs.combine(iommu_passthrough::apply(&mut ledger, plan.iommu_wanted)?);
+        needs = needs.combine(if plan.pcie_acs() {
+            pcie_acs::apply(&mut ledger)?
+        } else {
+            pcie_acs::remove(&mut ledger)?
+        });
+        needs = needs.combine(iommu_passthrough::apply(&mut ledger, plan.iommu_wanted)?);
+    }
     regenerate_if_owed(step, &mut ledger)?;
     match (&plan.assets.spcx_cc, plan.spcx_cc) {
         (Some((unit, rules)), true) => spcx_cc::apply(&mut ledger, unit, rules, &plan.rails)?,
@@ -188,11 +217,33 @@ pub fn check(step: &Step, plan: &Plan, booted: bool) -> Result<Vec<String>> {
     if let Some((unit, helper)) = &plan.assets.rdma_vfs_ready {
         rdma_vfs_ready::check(host, unit, helper, booted, &mut unmet)?;
     }
-    if plan.pcie_acs() {
-        pcie_acs::check(host, booted, &mut unmet)?;
-    }
-    if plan.assets.iommu_passthrough {
-        iommu_passthrough::check(host, plan.iommu_wanted, booted, &mut unmet)?;
+    let record = &ledger.changes.kernel_args;
+    let relevant = plan.pcie_acs() || plan.iommu_wanted || !record.is_empty();
+    let rhel = relevant && matches!(step.os_release().and_then(|o| o.family()), Ok(Family::Rhel));
+    if rhel {
+        if plan.pcie_acs() && host.which(pcie_acs::TOOL).is_none() {
+            unmet.push(format!(
+                "pcie-acs: {} is not installed on this node, so the ACS settings cannot be read",
+                pcie_acs::TOOL
+            ));
+        } else {
+            let boot = boot_config(step).ok();
+            boot_args::check(
+                &ledger,
+                boot.as_ref(),
+                plan.pcie_acs(),
+                plan.iommu_wanted,
+                booted,
+                &mut unmet,
+            )?;
+        }
+    } else {
+        if plan.pcie_acs() {
+            pcie_acs::check(host, booted, &mut unmet)?;
+        }
+        if plan.assets.iommu_passthrough {
+            iommu_passthrough::check(host, plan.iommu_wanted, booted, &mut unmet)?;
+        }
     }
     if let (Some((unit, rules)), true, Some(s)) = (&plan.assets.spcx_cc, plan.spcx_cc, &plan.switches) {
         spcx_cc::check(host, unit, rules, &s.rail_glob, &mut unmet)?;
@@ -227,13 +278,19 @@ pub fn uninstall(step: &Step) -> Result<Interrupt> {
     let mut ledger = Ledger::load(&step.host, step.ctx.package_name())?;
     let grub = [pcie_acs::STEP, iommu_passthrough::STEP];
     let touches_grub = ledger.changes.regenerate || grub.iter().any(|s| !ledger.paths_of(s).is_empty());
-    if touches_grub {
-        boot_config(step)?;
-    }
+    let kernel_args = !ledger.changes.kernel_args.is_empty();
+    let boot = if touches_grub || kernel_args {
+        Some(boot_config(step)?)
+    } else {
+        None
+    };
     rdma_vfs_ready::remove(&mut ledger)?;
     spcx_cc::remove(&mut ledger)?;
     let mut needs = pcie_acs::remove(&mut ledger)?;
     needs = needs.combine(iommu_passthrough::remove(&mut ledger)?);
+    if let (true, Some(boot)) = (kernel_args, &boot) {
+        needs = needs.combine(boot_args::apply(&mut ledger, boot, &[])?);
+    }
     ledger.give_back_step(nccl_topo::STEP, &[])?;
     regenerate_if_owed(step, &mut ledger)?;
     for path in ledger.changes.files.keys().cloned().collect::<Vec<_>>() {
@@ -264,6 +321,12 @@ pub fn uninstall_unmet(step: &Step) -> Result<Vec<String>> {
                 .iter()
                 .map(|u| format!("{u} is still enabled; uninstall disables it")),
         )
+        .chain((!ledger.changes.kernel_args.is_empty()).then(|| {
+            format!(
+                "the host steps' kernel arguments ({}) are still on the boot configuration; uninstall takes them back",
+                ledger.changes.kernel_args.args.join(" ")
+            )
+        }))
         .chain(
             ledger
                 .changes
