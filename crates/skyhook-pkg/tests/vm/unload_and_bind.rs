@@ -213,7 +213,7 @@ fn scenario(arch: Arch, name: &str) {
             "copy-fail: CVE-2026-31431: node protected: algif_aead not loaded, loading it blocked by \
              /etc/modprobe.d/disable-algif.conf",
         )
-        .expect_output("[interrupt] stopping here; the package said its change needs: none reported");
+        .expect_output("[interrupt] stopping here; the package said its change needs: {type: noop}");
     install
         .record("bind-config")
         .success()
