@@ -13,8 +13,9 @@
 //! - [`vm`]: what a scenario uses: [`vm::Vm::new`], [`vm::Vm::boot`] (one boot that runs
 //!   a bash script in the guest and returns its exit code, output and files), asserts.
 //! - one module per scenario: [`smoke`], [`tuning`], [`tuned`], [`kdump`], [`shellscript`],
-//!   [`nvidia`] (nvidia-tuned and nvidia-tuning-gke); [`catalog`]: what they expect of
-//!   an NVIDIA chain, read from `skyhook-pkg profiles show`.
+//!   [`nvidia`] (nvidia-tuned and nvidia-tuning-gke), [`unload_and_bind`] (copy-fail and
+//!   bind-mount on one machine, with a second disk); [`catalog`]: what the NVIDIA
+//!   scenarios expect of a chain, read from `skyhook-pkg profiles show`.
 //!
 //! The tests are `#[ignore]`d: the tier needs root, the Debian mirror and minutes of
 //! CPU. Run it with `cargo test -p skyhook-pkg --test vm -- --ignored` (one scenario:
@@ -46,3 +47,4 @@ mod shellscript;
 mod smoke;
 mod tuned;
 mod tuning;
+mod unload_and_bind;

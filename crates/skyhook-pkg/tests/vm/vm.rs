@@ -24,6 +24,11 @@
 //!
 //! The script runs under `set -euo pipefail` as root, in a systemd service.
 //!
+//! A scenario can give the machine more disks ([`Vm::add_disk`]: an ext4 file system
+//! made from files it names, attached after the data disk to every following boot, as
+//! `/dev/vdc`, `/dev/vdd`, …) and read files back from them between boots
+//! ([`Vm::disk_file`]).
+//!
 //! Every boot prints one progress line to stderr as it ends (`vm: boot 4 (arm64
 //! tuning-arm64 02-after-reboot): up in 54 s, exit 0, 110 s of its 960 s limit`). Time
 //! limits are given for an x86_64 guest on the machine the README's figures come from
@@ -255,6 +260,13 @@ pub struct BootSpec<'a> {
 /// An error means the boot itself went wrong (timeout, qemu failure, the guest went
 /// down before the script finished); the script's own failure is [`Boot::code`].
 pub fn boot_once(qemu: &Qemu, spec: BootSpec, script: &str) -> Result<Boot, String> {
+    boot_once_with(qemu, spec, &[], script)
+}
+
+/// [`boot_once`] with `extra` raw disks attached after the data disk, in order
+/// (`/dev/vdc`, `/dev/vdd`, …): the disks a scenario gave its machine
+/// ([`Vm::add_disk`]).
+pub fn boot_once_with(qemu: &Qemu, spec: BootSpec, extra: &[PathBuf], script: &str) -> Result<Boot, String> {
     let dir = spec.work.join(spec.label);
     cache::remove(&dir)?;
     fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -267,7 +279,10 @@ pub fn boot_once(qemu: &Qemu, spec: BootSpec, script: &str) -> Result<Boot, Stri
     let which = format!("boot {number} ({} {} {})", qemu.arch().name(), spec.who, spec.label);
     let limit = spec.timeout.as_secs();
     let ran = qemu.run(&Launch {
-        disks: vec![(spec.disk.0.to_path_buf(), spec.disk.1), (data.clone(), "raw")],
+        disks: [(spec.disk.0.to_path_buf(), spec.disk.1), (data.clone(), "raw")]
+            .into_iter()
+            .chain(extra.iter().map(|d| (d.clone(), "raw")))
+            .collect(),
         kernel: spec.kernel,
         console: console.clone(),
         timeout: spec.timeout,
@@ -491,6 +506,8 @@ pub struct Vm {
     timeout: Duration,
     /// Bash run before every boot's script ([`Vm::define`], [`Vm::package`]).
     defines: String,
+    /// The disks of [`Vm::add_disk`], attached after the data disk.
+    disks: Vec<PathBuf>,
 }
 
 impl Vm {
@@ -546,6 +563,7 @@ impl Vm {
             boots: 0,
             timeout: DEFAULT_TIMEOUT,
             defines: String::new(),
+            disks: Vec::new(),
         }
     }
 
@@ -579,6 +597,57 @@ impl Vm {
         self
     }
 
+    /// Gives the machine one more disk for every following boot: an ext4 file system
+    /// (no partition table, no journal, so that [`Vm::disk_file`] reads what the guest
+    /// wrote) of `mib` MiB labelled `label` (at most 16 bytes), holding `files`
+    /// (`(path relative to its root, content)`). The disks are attached after the data
+    /// disk in the order added: the first is `/dev/vdc` in the guest, and
+    /// `/dev/disk/by-label/<label>` names it. Returns the image's path on the host.
+    /// The guest neither mounts nor formats it: the scenario's script does what it
+    /// needs (an fstab line, a mount unit).
+    pub fn add_disk(&mut self, label: &str, mib: u64, files: &[(&str, &str)]) -> PathBuf {
+        let image = self.work.join(format!("disk-{label}.img"));
+        let tree = self.work.join(format!("disk-{label}.tree"));
+        let made = || -> Result<(), String> {
+            cache::remove(&tree)?;
+            for (path, text) in files {
+                let to = tree.join(path);
+                if let Some(dir) = to.parent() {
+                    fs::create_dir_all(dir).map_err(|e| format!("{}: {e}", dir.display()))?;
+                }
+                fs::write(&to, text).map_err(|e| format!("{}: {e}", to.display()))?;
+            }
+            fs::create_dir_all(&tree).map_err(|e| format!("{}: {e}", tree.display()))?;
+            disk::make_data_disk(&image, mib, label, &tree)?;
+            cache::remove(&tree)
+        };
+        if let Err(e) = made() {
+            panic!("{}: cannot make disk {label}: {e}", self.name);
+        }
+        self.disks.push(image.clone());
+        image
+    }
+
+    /// The text of `path` (absolute in its file system) on a disk of
+    /// [`Vm::add_disk`], read with `debugfs` between boots; `None` when the file
+    /// system has no such file.
+    pub fn disk_file(&self, disk: &Path, path: &str) -> Option<String> {
+        let dest = self.work.join("disk-file");
+        let read = || -> Result<Option<String>, String> {
+            cache::remove(&dest)?;
+            cache::run(
+                Command::new(cache::need("debugfs", "e2fsprogs")?)
+                    .arg("-R")
+                    .arg(format!("dump {path} {}", dest.display()))
+                    .arg(disk),
+            )?;
+            let text = fs::read_to_string(&dest).ok();
+            cache::remove(&dest)?;
+            Ok(text)
+        };
+        read().unwrap_or_else(|e| panic!("{}: cannot read {path} from {}: {e}", self.name, disk.display()))
+    }
+
     /// Deploys `package` (a tree of `$DIST`) under the SCR name `name` with `configmap`:
     /// every following boot's script can run `<name> MODE…` or `<name> --lifecycle …`,
     /// that is `skyhook-pkg run "$DIST/<package>" --root / --name <name>` with the
@@ -603,7 +672,7 @@ impl Vm {
     pub fn boot(&mut self, label: &str, script: &str) -> Boot {
         self.boots += 1;
         let label = format!("{:02}-{label}", self.boots);
-        let boot = boot_once(
+        let boot = boot_once_with(
             &env(self.arch).qemu,
             BootSpec {
                 who: &self.name,
@@ -615,6 +684,7 @@ impl Vm {
                 timeout: limit(self.arch, self.timeout),
                 cpu: self.guest.cpu(),
             },
+            &self.disks,
             &format!("{}{script}", self.defines),
         )
         .unwrap_or_else(|e| panic!("{}: {e}", self.name));
