@@ -282,9 +282,21 @@ pub fn post_interrupt_check(step: &Step, paths: &Paths) -> Result<Outcome> {
 /// packages, or two entries, on one key): named, so the SCR's author keeps one.
 fn check_other_holders(host: &Host, me: &str, conf: &sysctl::SysctlConf, c: &mut Checklist) -> Result<()> {
     let ledger: shared::Ledger = shared::store(host).load()?;
-    let keys: Vec<&Key> = conf.entries.iter().map(|e| &e.a.key).collect();
+    // Only a key another entry holds too can have been set by it: the live values of
+    // those alone are read (usually none, so the check costs no read per key).
+    let contested: Vec<_> = conf
+        .entries
+        .iter()
+        .filter(|e| {
+            ledger
+                .sysctl
+                .get(e.a.key.as_path_str())
+                .is_some_and(|holders| holders.iter().any(|h| h.entry != me))
+        })
+        .collect();
+    let keys: Vec<&Key> = contested.iter().map(|e| &e.a.key).collect();
     let values = ksysctl::read_many(host, &keys)?;
-    for (e, value) in conf.entries.iter().zip(values) {
+    for (e, value) in contested.into_iter().zip(values) {
         let a = &e.a;
         let Some(v) = value.filter(|v| !ksysctl::same_value(v, &a.value)) else {
             continue;

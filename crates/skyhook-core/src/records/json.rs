@@ -34,9 +34,9 @@ pub fn decode<T: Serialize + DeserializeOwned>(raw: &[u8], path: &Path, what: &s
         ))
     };
     let value: Value = serde_json::from_slice(raw).map_err(|e| unreadable(e.to_string()))?;
-    let record: T = serde_json::from_value(value.clone()).map_err(|e| unreadable(e.to_string()))?;
+    let record = T::deserialize(&value).map_err(|e| unreadable(e.to_string()))?;
     let encoded = serde_json::to_value(&record).map_err(|e| unreadable(e.to_string()))?;
-    if let Some(at) = misshapen(&value, &encoded, "") {
+    if let Some(at) = misshapen(&value, &encoded) {
         return Err(unreadable(format!(
             "{} is not a JSON object where the record has one",
             describe(&at)
@@ -45,20 +45,21 @@ pub fn decode<T: Serialize + DeserializeOwned>(raw: &[u8], path: &Path, what: &s
     Ok(record)
 }
 
-/// The first place (a JSON pointer) where `read` holds something other than an
-/// object where `encoded`, the record read back, has one.
-fn misshapen(read: &Value, encoded: &Value, at: &str) -> Option<String> {
+/// The first place (a JSON pointer, empty for the whole record) where `read` holds
+/// something other than an object where `encoded`, the record read back, has one.
+/// The pointer is built only on the way back from a misshapen place: a record of
+/// thousands of keys is walked without an allocation per key.
+fn misshapen(read: &Value, encoded: &Value) -> Option<String> {
     match (read, encoded) {
-        (Value::Object(r), Value::Object(e)) => e.iter().find_map(|(key, ev)| {
-            let rv = r.get(key)?;
-            misshapen(rv, ev, &format!("{at}/{key}"))
-        }),
-        (_, Value::Object(_)) => Some(at.to_string()),
+        (Value::Object(r), Value::Object(e)) => e
+            .iter()
+            .find_map(|(key, ev)| misshapen(r.get(key)?, ev).map(|below| format!("/{key}{below}"))),
+        (_, Value::Object(_)) => Some(String::new()),
         (Value::Array(r), Value::Array(e)) => r
             .iter()
             .zip(e)
             .enumerate()
-            .find_map(|(i, (rv, ev))| misshapen(rv, ev, &format!("{at}/{i}"))),
+            .find_map(|(i, (rv, ev))| misshapen(rv, ev).map(|below| format!("/{i}{below}"))),
         _ => None,
     }
 }
