@@ -35,12 +35,5 @@ fn main() {
     let parse = bench::time_in_process(200_000, || {
         std::hint::black_box(CrashKernel::parse(std::hint::black_box("1G-4G:192M,4G-64G:256M,64G-:512M")).unwrap());
     });
-    bench::figure(
-        "parse a 3-range crashkernel value",
-        format!(
-            "{:.0} ns wall, {:.0} ns CPU",
-            parse.wall.as_secs_f64() * 1e9,
-            parse.cpu.as_secs_f64() * 1e9
-        ),
-    );
+    bench::figure("parse a 3-range crashkernel value", parse.in_unit("ns"));
 }
