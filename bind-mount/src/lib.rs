@@ -13,14 +13,14 @@
 //! Skyhook resource and package key), [`escape`] (systemd's path escaping),
 //! [`unit`] (the unit file and owner marker), [`mounts`] (the host's mount table),
 //! [`fstab`], [`receipt`] (the ownership record), [`safety`] (the refusals before any
-//! change), and one module per mode group: [`install`], [`checks`], [`uninstall`].
+//! change), and one module per mode group: [`apply`], [`checks`], [`uninstall`].
 
+pub mod apply;
 pub mod checks;
 pub mod escape;
 pub mod fstab;
 pub mod identity;
 pub mod input;
-pub mod install;
 pub mod mounts;
 pub mod receipt;
 pub mod review;
@@ -48,13 +48,13 @@ impl skyhook_core::Package for BindMount {
     const KIND: &'static str = KIND;
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     const MODES: &'static [(Mode, Handler)] = &[
-        (Mode::Apply, install::install),
+        (Mode::Apply, apply::install),
         (Mode::ApplyCheck, checks::prepared_check),
-        (Mode::Config, install::install),
+        (Mode::Config, apply::install),
         (Mode::ConfigCheck, checks::prepared_check),
         (Mode::PostInterrupt, post_interrupt),
         (Mode::PostInterruptCheck, checks::active_check),
-        (Mode::Upgrade, install::install),
+        (Mode::Upgrade, apply::install),
         (Mode::UpgradeCheck, checks::prepared_check),
         (Mode::Uninstall, uninstall::uninstall),
         (Mode::UninstallCheck, uninstall::uninstall_check),

@@ -9,9 +9,9 @@ use skyhook_core::error::excerpt;
 use skyhook_core::host::systemd::Systemd;
 use skyhook_core::{Checklist, Error, Host, Outcome, Result, Step};
 
+use crate::apply::retire;
 use crate::identity::Instance;
 use crate::input::Input;
-use crate::install::retire;
 use crate::{mounts, receipt, unit};
 
 /// Removes unit `name` when it is this instance's. Another owner's unit at a name

@@ -6,15 +6,18 @@
 //! the file and content of the bash package it replaces, and unloaded when nothing
 //! uses it.
 //!
-//! One module per concern: [`mitigation`] is what the package asks of the engine
-//! (the module, the file, tuning's input), [`request`] reads the SCR's environment,
-//! [`verdict`] says in one line whether the node is still vulnerable, [`modes`]
-//! runs each mode on the tuning engine.
+//! The package layout (DESIGN.md): [`input`] reads the SCR's environment, [`plan`]
+//! is what the package asks of the engine (the module, the file, tuning's input),
+//! [`apply`] is config, [`checks`] the check modes, [`uninstall`] the removal, all on
+//! the tuning engine; [`verdict`] says in one line whether the node is still
+//! vulnerable; [`review`] is what `skyhook-pkg lint` and `profiles` read.
 
-pub mod mitigation;
-pub mod modes;
-pub mod request;
+pub mod apply;
+pub mod checks;
+pub mod input;
+pub mod plan;
 pub mod review;
+pub mod uninstall;
 pub mod verdict;
 
 use skyhook_core::runtime::run::Handler;
@@ -30,11 +33,11 @@ impl Package for CopyFail {
     const KIND: &'static str = KIND;
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     const MODES: &'static [(Mode, Handler)] = &[
-        (Mode::Config, modes::config),
-        (Mode::ConfigCheck, modes::config_check),
-        (Mode::PostInterruptCheck, modes::post_interrupt_check),
-        (Mode::Uninstall, modes::uninstall),
-        (Mode::UninstallCheck, modes::uninstall_check),
+        (Mode::Config, apply::config),
+        (Mode::ConfigCheck, checks::config_check),
+        (Mode::PostInterruptCheck, checks::post_interrupt_check),
+        (Mode::Uninstall, uninstall::uninstall),
+        (Mode::UninstallCheck, uninstall::uninstall_check),
     ];
     // The mitigation is a file in /etc: on a node whose /etc does not survive a
     // reboot, the module would load again after one while the package reads applied.
@@ -46,5 +49,5 @@ impl Package for CopyFail {
 /// `allow_loaded_module` is the entry's `ALLOW_LOADED_MODULE` value, if any.
 /// `Err(Error::Input)` names the problem.
 pub fn validate(_cm: &ConfigMaps, allow_loaded_module: Option<&str>) -> Result<()> {
-    request::allow_loaded_module(allow_loaded_module).map(|_| ())
+    input::allow_loaded_module(allow_loaded_module).map(|_| ())
 }

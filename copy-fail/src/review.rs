@@ -7,7 +7,7 @@ use skyhook_core::review::{Entry, Review};
 use skyhook_core::{Interrupt, Package, Result};
 
 use crate::CopyFail;
-use crate::request::ALLOW_LOADED_MODULE;
+use crate::input::ALLOW_LOADED_MODULE;
 
 impl Review for CopyFail {
     fn name(&self) -> &'static str {

@@ -21,7 +21,7 @@ use skyhook_core::{Host, Result};
 use tuning::{modprobe, modules};
 
 use crate::KIND;
-use crate::mitigation::{BUILT_IN_ARGUMENT, CVE, FILE, LINE, MODULE, content};
+use crate::plan::{BUILT_IN_ARGUMENT, CVE, FILE, LINE, MODULE, content};
 
 /// Why the node is vulnerable.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-//! config-check and post-interrupt-check. They verify, they never repair, and list
+//! apply-check, config-check and post-interrupt-check. They verify, they never repair, and list
 //! every unmet expectation with what to look at.
 
 use skyhook_core::boot::with_key;
 use skyhook_core::boot::{BootConfig, running_cmdline};
 use skyhook_core::host::systemd::Systemd;
 use skyhook_core::os::distro::Family;
+use skyhook_core::os::pkgmgr::{PackageManager, Retry};
 use skyhook_core::records::state::StateStore;
 use skyhook_core::{Checklist, Host, Outcome, Result, Step};
 
@@ -360,4 +361,22 @@ fn lockdown(host: &Host) -> Option<String> {
 /// A number in a sysfs file; `None` when the file does not exist.
 fn read_number(host: &Host, path: &str) -> Result<Option<u64>> {
     Ok(host.read_to_string(path)?.map(|t| t.trim().parse::<u64>().unwrap_or(0)))
+}
+/// apply-check: the package and `kexec` are installed, the service is enabled.
+pub fn apply_check(step: &Step) -> Result<Outcome> {
+    let platform = Platform::detect(step)?;
+    let pm = PackageManager::detect(&step.host, platform.family, Retry::default())?;
+    let (package, unit) = (platform.package(), platform.service());
+    let mut c = Checklist::new();
+    c.expect(pm.is_installed(package)?, || {
+        format!("{package} is not installed: see the apply step's log for the package manager's error")
+    });
+    c.expect(step.host.which("kexec").is_some(), || {
+        format!("kexec is not on this host (it comes with {package}): see the apply step's log")
+    });
+    c.expect(Systemd::new(&step.host).is_enabled(unit)?, || {
+        format!("the {unit} service is not enabled (`systemctl is-enabled {unit}`): run apply again, or `systemctl enable {unit}`")
+    });
+    c.finish()?;
+    Ok(Outcome::done())
 }

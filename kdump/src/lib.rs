@@ -13,15 +13,15 @@
 //! (kdumpctl's `auto_reset_crashkernel`), [`crashkernel`] (the value's syntax), [`input`] (the
 //! configMap), [`platform`] (names per distribution), [`state`] (what was changed),
 //! [`boot`] (the boot configuration), [`service`] (the service configuration and
-//! the service), and one module per mode group: [`apply`], [`configure`],
-//! [`checks`], [`uninstall`].
+//! the service), and, as in every package (DESIGN.md), one module per mode group:
+//! [`apply`] (apply and config), [`checks`] (every check mode), [`uninstall`];
+//! [`review`] is what `skyhook-pkg lint` reads.
 
 pub mod advice;
 pub mod apply;
 pub mod autoreset;
 pub mod boot;
 pub mod checks;
-pub mod configure;
 pub mod crashkernel;
 pub mod input;
 pub mod platform;
@@ -41,8 +41,8 @@ impl Package for Kdump {
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     const MODES: &'static [(Mode, Handler)] = &[
         (Mode::Apply, apply::apply),
-        (Mode::ApplyCheck, apply::apply_check),
-        (Mode::Config, configure::config),
+        (Mode::ApplyCheck, checks::apply_check),
+        (Mode::Config, apply::config),
         (Mode::ConfigCheck, checks::config_check),
         (Mode::PostInterruptCheck, checks::post_interrupt_check),
         (Mode::Uninstall, uninstall::uninstall),

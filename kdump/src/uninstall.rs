@@ -26,7 +26,7 @@ use skyhook_core::os::pkgmgr::{PackageManager, Retry};
 use skyhook_core::records::json;
 use skyhook_core::{Checklist, HostError, Outcome, Result, Step};
 
-use crate::apply::KDUMP_UTILS;
+use crate::apply::install::KDUMP_UTILS;
 use crate::boot::{self, Boot, DROP_IN_MARKER, KEY};
 use crate::checks::{KEXEC_CRASH_SIZE, KEXEC_CRASH_SIZE_NEW, sysfs_file};
 use crate::crashkernel::{CrashKernel, human};

@@ -311,7 +311,7 @@ fn on_rhel_10_the_package_providing_kdump_service_is_installed_and_removed_too()
             .replace("9.4", "10.0")
             .replace("el9", "el10"),
     );
-    node.offer_package(&skyhook_testkit::Package::new("kdump-utils", "1.0.51-1.el10"));
+    node.offer_package(&skyhook_testkit::DistPackage::new("kdump-utils", "1.0.51-1.el10"));
     node.run("apply")
         .expect_code(0)
         .expect_output("installing it with kexec-tools");

@@ -72,9 +72,9 @@ impl CatalogError {
     /// `service`); a catalog defect names the accelerator's.
     pub fn key(&self) -> &'static str {
         match self {
-            CatalogError::Intent(..) => crate::request::INTENT_KEY,
-            CatalogError::Service(..) | CatalogError::ServiceAccelerator { .. } => crate::request::SERVICE_KEY,
-            _ => crate::request::ACCELERATOR_KEY,
+            CatalogError::Intent(..) => crate::input::INTENT_KEY,
+            CatalogError::Service(..) | CatalogError::ServiceAccelerator { .. } => crate::input::SERVICE_KEY,
+            _ => crate::input::ACCELERATOR_KEY,
         }
     }
 }
@@ -108,7 +108,7 @@ pub struct FileEntry {
     /// their own containerd). The node decides: the file goes to
     /// `/etc/systemd/system/<unit>.d/` of each of them installed there, restarting
     /// that unit, and to `path` (the first unit's) when none is (see
-    /// [`crate::desired`]). A name with one `*` (`k3s-*.service`) stands for every
+    /// [`crate::plan`]). A name with one `*` (`k3s-*.service`) stands for every
     /// installed unit it matches.
     #[serde(default)]
     pub drop_in_units: Vec<String>,

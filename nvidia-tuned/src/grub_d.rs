@@ -16,7 +16,7 @@ use std::path::PathBuf;
 use skyhook_core::os::distro::Family;
 use skyhook_core::{Error, Result, Step};
 
-use crate::desired::Desired;
+use crate::plan::Desired;
 
 /// Where Debian-family GRUB reads drop-ins.
 const GRUB_D: &str = "/etc/default/grub.d/";

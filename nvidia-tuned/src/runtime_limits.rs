@@ -19,9 +19,9 @@ use skyhook_core::formats::limits::{self, MainProcess, ProcessLimits, RESOURCES,
 use skyhook_core::formats::unitfile::{self, SERVICE_SECTIONS};
 use skyhook_core::host::systemd::Systemd;
 use skyhook_core::{Host, Result};
-use tuned::check::Verify;
+use tuned::checks::Verify;
 
-use crate::desired::Desired;
+use crate::plan::Desired;
 
 /// One `Limit*=` setting of a drop-in: the resource, `(soft, hard)` and the value as written.
 type Setting = (Resource, (Rlim, Rlim), String);

@@ -14,8 +14,8 @@ use skyhook_core::profile::SettingKind;
 use skyhook_core::records::tuning_ledger;
 use skyhook_core::{Host, Result};
 
-use crate::desired::Desired;
 use crate::effective::settings_of;
+use crate::plan::Desired;
 
 /// One conflict per key the chain and a tuning entry set to different values.
 pub fn unmet(host: &Host, desired: &Desired) -> Result<Vec<String>> {

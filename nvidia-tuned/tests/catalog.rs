@@ -144,7 +144,7 @@ fn every_combination_renders_validates_with_tuned_and_has_a_closed_include_chain
                 .map(|p| (p.name.clone(), p.text.clone().into_bytes()))
                 .chain([("tuned_profile".to_string(), r.active.clone().into_bytes())]),
         );
-        if let Err(e) = tuned::plan::validate(&request) {
+        if let Err(e) = tuned::input::validate(&request) {
             panic!("{choice:?}: tuned refuses the rendered profiles: {e}");
         }
     }

@@ -10,7 +10,7 @@ use skyhook_core::profile::{Catalog, CatalogError, Effective, Selection, Setting
 
 use crate::KIND;
 use crate::catalog::{GkeCatalog, Profile};
-use crate::request::USE_CONTAINERD;
+use crate::input::USE_CONTAINERD;
 
 /// The embedded catalog, as the core's [`Catalog`].
 #[derive(Debug, Clone, Copy, Default)]

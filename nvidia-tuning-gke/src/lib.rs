@@ -4,21 +4,24 @@
 //! for GKE nodes, Container-Optimized OS included, applied in process by the tuning
 //! engine.
 //!
-//! One module per concern: [`request`] reads the configMap and environment,
-//! [`choice`] picks the accelerator (a name, or `auto` from the node), [`catalog`]
-//! is the embedded catalog, [`tuning_input`] turns a combination into tuning's
-//! input, [`optional`] handles the keys some kernels lack, [`modes`] runs each mode
-//! on the tuning engine, [`effective`] shows every combination's settings
-//! ([`catalog()`], for `skyhook-pkg profiles` and lint).
+//! The package layout (DESIGN.md): [`input`] reads the configMap and environment,
+//! [`plan`] validates it, picks the accelerator ([`choice`]: a name, or `auto` from
+//! the node), looks the combination up in the embedded [`catalog`] and turns it
+//! into tuning's input; [`apply`] is config, [`checks`] the check modes and
+//! [`uninstall`] the removal, all on the tuning engine; [`optional`] handles the
+//! keys some kernels lack; [`effective`] shows every combination's settings
+//! ([`catalog()`], for `skyhook-pkg profiles` and lint); [`review`] is what lint reads.
 
+pub mod apply;
 pub mod catalog;
+pub mod checks;
 pub mod choice;
 pub mod effective;
-pub mod modes;
+pub mod input;
 pub mod optional;
-pub mod request;
+pub mod plan;
 pub mod review;
-pub mod tuning_input;
+pub mod uninstall;
 
 use skyhook_core::profile::Catalog;
 use skyhook_core::runtime::run::Handler;
@@ -34,11 +37,11 @@ impl Package for NvidiaTuningGke {
     const KIND: &'static str = KIND;
     const VERSION: &'static str = env!("CARGO_PKG_VERSION");
     const MODES: &'static [(Mode, Handler)] = &[
-        (Mode::Config, modes::config),
-        (Mode::ConfigCheck, modes::config_check),
-        (Mode::PostInterruptCheck, modes::post_interrupt_check),
-        (Mode::Uninstall, modes::uninstall),
-        (Mode::UninstallCheck, modes::uninstall_check),
+        (Mode::Config, apply::config),
+        (Mode::ConfigCheck, checks::config_check),
+        (Mode::PostInterruptCheck, checks::post_interrupt_check),
+        (Mode::Uninstall, uninstall::uninstall),
+        (Mode::UninstallCheck, uninstall::uninstall_check),
     ];
     // Made for Container-Optimized OS: its settings are live, see the README.
     const NEEDS_PERSISTENT_ETC: bool = false;
@@ -54,5 +57,5 @@ pub fn catalog() -> impl Catalog {
 /// decided on each node) and an intent of it. `use_containerd` is the SCR's
 /// `USE_CONTAINERD` value, if any. `Err(Error::Input)` lists every problem.
 pub fn validate(cm: &ConfigMaps, use_containerd: Option<&str>) -> Result<()> {
-    modes::validate_offline(cm, use_containerd)
+    plan::validate_offline(cm, use_containerd)
 }

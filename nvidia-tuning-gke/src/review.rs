@@ -8,7 +8,7 @@ use skyhook_core::review::{Entry, Review};
 use skyhook_core::{Interrupt, Package, Result};
 
 use crate::NvidiaTuningGke;
-use crate::request::USE_CONTAINERD;
+use crate::input::USE_CONTAINERD;
 
 impl Review for NvidiaTuningGke {
     fn name(&self) -> &'static str {

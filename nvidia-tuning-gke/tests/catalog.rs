@@ -10,7 +10,7 @@
 use std::collections::BTreeSet;
 
 use nvidia_tuning_gke::catalog::{GkeCatalog, embedded_files};
-use nvidia_tuning_gke::tuning_input::{CONTAINERD_KEY, SYSCTL_KEY, tuning_input};
+use nvidia_tuning_gke::plan::{CONTAINERD_KEY, SYSCTL_KEY, tuning_input};
 use skyhook_core::formats::sysctl::{self, Key};
 use skyhook_core::profile::{Catalog, CatalogError, Selection, SettingKind};
 

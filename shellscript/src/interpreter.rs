@@ -8,7 +8,7 @@ use std::path::{Path, PathBuf};
 
 use skyhook_core::{Error, Host, Result};
 
-use crate::script::Shebang;
+use crate::input::script::Shebang;
 
 /// The program that runs a script.
 #[derive(Debug, Clone, PartialEq, Eq)]

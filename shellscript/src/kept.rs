@@ -11,7 +11,7 @@ use std::path::PathBuf;
 
 use skyhook_core::{Mode, Result, Step};
 
-use crate::script;
+use crate::input::script;
 
 /// The stages whose scripts are kept.
 pub const KEPT: [Mode; 2] = [Mode::Uninstall, Mode::UninstallCheck];

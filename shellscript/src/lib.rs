@@ -3,34 +3,26 @@
 //!
 //! Each of the ten modes runs the configMap key named after it (`apply.sh`,
 //! `apply_check.sh`, … `uninstall_check.sh`); a stage without its key has nothing to
-//! run and succeeds. The script's exit code is the step's. Modules: [`script`] (the
-//! key, what is in it, its shebang), [`interpreter`] (which program runs it),
-//! [`settings`] (time limit and grace period from the SCR's env), [`supervise`]
-//! (the child process and its whole tree: signals, limits, leftovers), [`kept`] (the
-//! uninstall scripts kept on the node for older operators, which uninstall without the
-//! configMap).
+//! run and succeeds. The script's exit code is the step's.
+//!
+//! The package layout (DESIGN.md), where every mode runs the SCR's script: [`input`]
+//! (the stage's script, its key and shebang; the time limit and grace period from the
+//! SCR's env), [`stage`] (every mode: run the script, report), [`interpreter`] (which
+//! program runs it), [`supervise`] (the child process and its whole tree: signals,
+//! limits, leftovers), [`kept`] (the uninstall scripts kept on the node for older
+//! operators, which uninstall without the configMap), [`review`] (what lint reads).
 
+pub mod input;
 pub mod interpreter;
 pub mod kept;
 pub mod review;
-pub mod script;
-pub mod settings;
+pub mod stage;
 pub mod supervise;
 
-use std::io::Write;
-use std::path::Path;
-use std::process::Command;
-use std::time::{Duration, Instant};
-
-use skyhook_core::host::command::{SYSTEM_PATH, shell_quote};
-use skyhook_core::host::process::{exit_code, signal_exit_code, signal_name, signal_of_exit_code};
 use skyhook_core::runtime::run::Handler;
-use skyhook_core::{Error, Mode, Outcome, Package, Result, Step};
+use skyhook_core::{Mode, Package};
 
-use crate::interpreter::Interpreter;
-use crate::script::Content;
-use crate::settings::Settings;
-use crate::supervise::{Ended, Stop};
+use crate::stage::run;
 
 /// Exit code when the script ran past its time limit (as `timeout(1)`).
 pub const EXIT_TIME_LIMIT: i32 = 124;
@@ -60,213 +52,4 @@ impl Package for Shellscript {
     // The step is the SCR's own script, which may run for hours and may itself run
     // other packages' steps: it never holds the node lock.
     const TAKES_NODE_LOCK: bool = false;
-}
-
-/// Every stage: runs the script of the step's stage, if there is one.
-fn run(step: &Step) -> Result<Outcome> {
-    let key = script::key(step.mode());
-    let report = Report {
-        mode: step.mode(),
-        key: &key,
-        started: Instant::now(),
-    };
-    kept::refresh(step)?;
-    let outcome = run_stage(step, &report).inspect_err(|e| {
-        let outcome = if e.exit_code() == 2 { "refused" } else { "failed" };
-        report.done("none", e.exit_code(), outcome);
-    })?;
-    if step.mode() == Mode::UninstallCheck && outcome.exit_code == 0 {
-        kept::forget(step)?;
-    }
-    Ok(outcome)
-}
-
-/// Runs the script of the step's stage, if there is one.
-fn run_stage(step: &Step, report: &Report) -> Result<Outcome> {
-    let settings = Settings::from_env()?;
-    let (mode, key) = (report.mode, report.key);
-    let from_configmap = step
-        .configmaps
-        .bytes(key)
-        .map(|raw| (raw.to_vec(), step.configmaps.path(key)));
-    let Some((raw, script_path)) = from_configmap.map_or_else(|| kept::script(step), |s| Ok(Some(s)))? else {
-        let misses = script::near_misses(mode, step.configmaps.keys());
-        absent(&format!(
-            "{LEGACY_ABSENT} {}: no configMap key {key:?}, so stage {mode} has nothing to run{}",
-            step.configmaps.path(key).display(),
-            if misses.is_empty() {
-                String::new()
-            } else {
-                format!(
-                    "; the configMap has {}, which is not the key this stage runs (keys are \
-                         <stage>.sh with underscores: {key})",
-                    misses.iter().map(|k| format!("{k:?}")).collect::<Vec<_>>().join(", ")
-                )
-            }
-        ));
-        return Ok(report.done("none", 0, "absent"));
-    };
-    let shebang = match script::inspect(key, &raw)? {
-        Content::Empty => {
-            log::warn!("configMap key {key:?} is empty (only blanks, if anything): stage {mode} has nothing to run");
-            return Ok(report.done("none", 0, "empty"));
-        }
-        Content::Runnable(shebang) => shebang,
-    };
-    let interpreter = match interpreter::resolve(&step.host, key, shebang.as_ref())? {
-        Ok(i) => i,
-        Err(missing) => {
-            log::error!("{}; the script was not run", missing.message);
-            return Ok(report.done(&missing.name, EXIT_NOT_FOUND, "interpreter-missing"));
-        }
-    };
-    let command = command(step, &interpreter, &script_path);
-    log::info!(
-        "running {key} under {}{} in {}",
-        interpreter.name,
-        match &settings.timeout {
-            Some(t) => format!(", time limit {t}"),
-            None => String::new(),
-        },
-        step.ctx.skyhook_dir.display()
-    );
-    match supervise::run(command, &settings) {
-        Ok(ended) => Ok(report.ended(&interpreter, &ended, &settings)),
-        Err(e) => {
-            let code = match e.kind() {
-                std::io::ErrorKind::NotFound => EXIT_NOT_FOUND,
-                std::io::ErrorKind::PermissionDenied => EXIT_CANNOT_EXECUTE,
-                _ if e.raw_os_error() == Some(nix::libc::ENOEXEC) => EXIT_CANNOT_EXECUTE,
-                _ => return Err(Error::action(format!("cannot start {}: {e}", interpreter.name))),
-            };
-            log::error!(
-                "cannot start the interpreter {} ({}) for {key}: {e}; the script was not run",
-                interpreter.name,
-                interpreter.program.display()
-            );
-            Ok(report.done(&interpreter.name, code, "not-started"))
-        }
-    }
-}
-
-/// How the bash package began the line it printed on stdout for a stage without a
-/// script, followed by the script's path: alerts written for it may match it.
-pub const LEGACY_ABSENT: &str = "Could not find file";
-
-/// Says on stdout, where the bash package said it, that the stage has no script.
-/// Nothing is left to do if stdout is gone, so that is only logged.
-fn absent(line: &str) {
-    let mut out = std::io::stdout().lock();
-    if let Err(e) = writeln!(out, "{line}").and_then(|()| out.flush()) {
-        log::warn!("cannot write to stdout ({e}): {line}");
-    }
-}
-
-/// The script's command line: `<interpreter> [<shebang argument>] <script> <stage>`,
-/// in the copy dir, with the step's whole environment.
-fn command(step: &Step, interpreter: &Interpreter, script: &Path) -> Command {
-    let mut c = Command::new(&interpreter.program);
-    c.args(interpreter.arg.iter())
-        .arg(script)
-        // The bash package sourced the script from a wrapper whose `$1` was the stage.
-        .arg(step.mode().underscored())
-        .current_dir(&step.ctx.skyhook_dir)
-        .env("SKYHOOK_DIR", &step.ctx.skyhook_dir)
-        .env("STEP_ROOT", &step.ctx.step_root);
-    if std::env::var_os("PATH").is_none() {
-        c.env("PATH", SYSTEM_PATH.join(":"));
-    }
-    c
-}
-
-/// The end-of-run report: one line with mode, script key, interpreter, exit code
-/// and duration, plus what happened.
-struct Report<'a> {
-    mode: Mode,
-    key: &'a str,
-    started: Instant,
-}
-
-impl Report<'_> {
-    /// Reports the run of `interpreter` and returns the step's outcome.
-    fn ended(&self, interpreter: &Interpreter, ended: &Ended, settings: &Settings) -> Outcome {
-        let own = exit_code(&ended.status);
-        let key = self.key;
-        let (code, what) = match ended.stop {
-            Some(Stop::TimeLimit) => {
-                let limit = settings.timeout.as_ref().map(ToString::to_string).unwrap_or_default();
-                log::error!(
-                    "{key} exceeded its time limit {limit} and was stopped{}; exit code {EXIT_TIME_LIMIT}",
-                    if ended.killed {
-                        " (killed after the grace period)"
-                    } else {
-                        ""
-                    }
-                );
-                (EXIT_TIME_LIMIT, "time-limit".to_string())
-            }
-            Some(Stop::Signal(sig)) => {
-                let code = signal_exit_code(sig as i32);
-                log::error!(
-                    "{key} was stopped: the step received {sig} and passed it on{}; the script {}; exit code {code}",
-                    if ended.killed {
-                        ", then killed it after the grace period"
-                    } else {
-                        ""
-                    },
-                    describe(&ended.status)
-                );
-                (code, format!("stopped-by-{sig}"))
-            }
-            None => match ended.status.code() {
-                Some(c) => {
-                    if let Some(sig) = signal_of_exit_code(c) {
-                        log::info!(
-                            "{key} exited with code {c}, which shells use for a command killed by {}",
-                            signal_name(sig)
-                        );
-                    }
-                    (c, "exited".to_string())
-                }
-                None => {
-                    log::error!(
-                        "{key} {} (not sent by this step); exit code {own}",
-                        describe(&ended.status)
-                    );
-                    let name = signal_of_exit_code(own).map_or_else(String::new, signal_name);
-                    (own, format!("killed-by-{name}").replace(' ', "-"))
-                }
-            },
-        };
-        self.log(&interpreter.name, code, ended.duration, &what);
-        Outcome::exit(code)
-    }
-
-    /// Reports a run that ended before any script ran.
-    fn done(&self, interpreter: &str, code: i32, what: &str) -> Outcome {
-        self.log(interpreter, code, self.started.elapsed(), what);
-        Outcome::exit(code)
-    }
-
-    fn log(&self, interpreter: &str, code: i32, took: Duration, what: &str) {
-        let level = if code == 0 { log::Level::Info } else { log::Level::Error };
-        log::log!(
-            level,
-            "shellscript report: mode={} script={} interpreter={} exit_code={code} duration={:.3}s outcome={what}",
-            self.mode,
-            shell_quote(self.key),
-            shell_quote(interpreter),
-            took.as_secs_f64()
-        );
-    }
-}
-
-/// "exited with code 0" or "was killed by signal 9 (SIGKILL)".
-fn describe(status: &std::process::ExitStatus) -> String {
-    use std::os::unix::process::ExitStatusExt;
-    match (status.code(), status.signal()) {
-        (Some(c), _) => format!("exited with code {c}"),
-        (None, Some(s)) => format!("was killed by signal {s} ({})", signal_name(s)),
-        _ => "ended".into(),
-    }
 }

@@ -19,7 +19,7 @@ impl Review for Shellscript {
     }
 
     fn validate(&self, entry: &Entry) -> Result<()> {
-        crate::script::validate(&entry.configmaps())
+        crate::input::script::validate(&entry.configmaps())
     }
 
     fn change_needs(&self, _key: &str, _entry: &Entry) -> Option<Interrupt> {

@@ -17,7 +17,7 @@ use skyhook_core::host::process::{self, Limit, Output, PassOn, Supervision};
 
 pub use skyhook_core::host::process::{Ended, Stop};
 
-use crate::settings::{self, Settings};
+use crate::input::settings::{self, Settings};
 
 /// Runs `command` (program, arguments, environment, working directory set by the
 /// caller) under supervision; returns how it ended once no process of its tree is

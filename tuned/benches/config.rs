@@ -7,8 +7,8 @@
 use skyhook_core::host::command::RecordingRunner;
 use skyhook_core::{ConfigMaps, Host};
 use skyhook_testkit::bench::{self, Timing};
+use tuned::input::Request;
 use tuned::layout::{Tuned, TunedVersion};
-use tuned::plan::Request;
 
 #[path = "../tests/common/mod.rs"]
 mod common;

@@ -15,8 +15,9 @@ use skyhook_core::records::receipt::InstallReceipt;
 use skyhook_core::records::state::{Record, StateStore};
 use skyhook_core::{ConfigMaps, Host, Result};
 
+use crate::input::{PROFILE_KEY, SCRIPT_SUFFIX, SCRIPTS_DIR};
 use crate::layout::Tuned;
-use crate::plan::{Item, PROFILE_KEY, Plan, SCRIPT_SUFFIX, SCRIPTS_DIR};
+use crate::plan::{Item, Plan};
 
 /// What this package deployed on the node (`/var/lib/skyhook-packages/tuned/<name>/state.json`).
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]

@@ -9,7 +9,7 @@ use skyhook_core::{Interrupt, Package, Result};
 
 use crate::Tuned;
 use crate::conf::Conf;
-use crate::plan::PROFILE_KEY;
+use crate::input::PROFILE_KEY;
 
 /// Whether a profile's text has a `[bootloader]` section with options (kernel arguments).
 fn has_bootloader(text: &str) -> bool {
@@ -26,7 +26,7 @@ impl Review for Tuned {
     }
 
     fn validate(&self, entry: &Entry) -> Result<()> {
-        crate::plan::validate(&entry.configmaps())
+        crate::input::validate(&entry.configmaps())
     }
 
     /// A `[bootloader]` huge page size no x86_64 or arm64 kernel registers.

@@ -6,7 +6,7 @@
 //! over a node tuned by the bash package (1.x).
 //!
 //! One module per concern: [`input`] parses and validates the whole configMap
-//! ([`sysctl`], [`ulimit`], [`dropin`], [`grub`], [`modprobe`]), [`reconcile`] is config (a
+//! ([`sysctl`], [`ulimit`], [`dropin`], [`grub`], [`modprobe`]), [`apply`] is config (a
 //! [`plan`] computed before any change, then applied), [`live`] sets and puts back
 //! kernel parameters, [`files`] removes the package's files (the huge page sizes and
 //! reservations of `grub.conf` are core's `boot::hugepages`), [`modules`] the running
@@ -16,6 +16,7 @@
 //! directories), [`state`] what was done, [`paths`] where the files live and what
 //! each one is.
 
+pub mod apply;
 pub mod checks;
 pub mod dropin;
 pub mod files;
@@ -28,7 +29,6 @@ pub mod modules;
 pub mod owners;
 pub mod paths;
 pub mod plan;
-pub mod reconcile;
 pub mod review;
 pub mod shared;
 pub mod state;
@@ -47,7 +47,7 @@ type EngineHandler = fn(&Step, &Paths) -> Result<Outcome>;
 
 /// The engine's modes.
 const ENGINE: &[(Mode, EngineHandler)] = &[
-    (Mode::Config, reconcile::config),
+    (Mode::Config, apply::config),
     (Mode::ConfigCheck, checks::config_check),
     (Mode::PostInterruptCheck, checks::post_interrupt_check),
     (Mode::Upgrade, legacy::upgrade),

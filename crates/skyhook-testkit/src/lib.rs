@@ -15,7 +15,7 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-pub use packages::{AptLock, HeldLock, Manager, Package};
+pub use packages::{AptLock, DistPackage, HeldLock, Manager};
 pub use skyhook_core;
 
 pub mod bench;

@@ -48,7 +48,7 @@
 //!
 //! - An install runs each added package's install shell (its files and `%post`),
 //!   then, once every package of the transaction is in, each added package's
-//!   `%posttrans` ([`Package::on_posttrans`]); a failing `%posttrans` is reported
+//!   `%posttrans` ([`DistPackage::on_posttrans`]); a failing `%posttrans` is reported
 //!   and does not fail the install (rpm only warns).
 //! - `rpm -q --qf …` answers an installed package's version, `rpm -qa` every
 //!   installed package.
@@ -62,9 +62,10 @@ use std::process::Command;
 
 use crate::Node;
 
-/// A package the simulated repositories offer.
+/// A distribution package (a `.deb` or an RPM) the simulated repositories offer; not
+/// to be confused with skyhook-core's `Package`, the trait of a Skyhook package.
 #[derive(Debug, Clone)]
-pub struct Package {
+pub struct DistPackage {
     name: String,
     version: String,
     depends: Vec<String>,
@@ -74,10 +75,10 @@ pub struct Package {
     posttrans: String,
 }
 
-impl Package {
+impl DistPackage {
     /// A package `name` at `version`, with no files and no dependencies.
     pub fn new(name: &str, version: &str) -> Self {
-        Package {
+        DistPackage {
             name: name.into(),
             version: version.into(),
             depends: Vec::new(),
@@ -276,7 +277,7 @@ if installed "$pkg"; then printf '%s' "$(cat "$P/$pkg")"; else echo "package $pk
 impl Node {
     /// Gives the node `manager` (with its query tool) over a package database, the
     /// repositories offering `catalog`.
-    pub fn package_manager(&self, manager: Manager, catalog: &[Package]) -> &Self {
+    pub fn package_manager(&self, manager: Manager, catalog: &[DistPackage]) -> &Self {
         let programs: &[(&str, &str)] = match manager {
             Manager::Apt => &[("apt-get", APT_GET), ("dpkg-query", DPKG_QUERY)],
             Manager::Dnf => &[("dnf", DNF), ("rpm", RPM)],
@@ -292,7 +293,7 @@ impl Node {
     }
 
     /// Puts `package` into the repositories (replacing the same name: a new version).
-    pub fn offer_package(&self, package: &Package) -> &Self {
+    pub fn offer_package(&self, package: &DistPackage) -> &Self {
         let dir = self.commands_dir().join("catalog").join(&package.name);
         fs::create_dir_all(&dir).expect("catalog directory");
         for (file, text) in [
@@ -412,12 +413,12 @@ mod tests {
         node.package_manager(
             manager,
             &[
-                Package::new("tuned", "2.21.0-1")
+                DistPackage::new("tuned", "2.21.0-1")
                     .depends(&["python3-dbus"])
                     .on_install("mkdir -p \"$R/etc/tuned\"; echo conf > \"$R/etc/tuned/tuned-main.conf\"")
                     .on_purge("rm -rf \"$R/etc/tuned\""),
-                Package::new("python3-dbus", "1.3.2-5"),
-                Package::new("my-app", "1.0").depends(&["python3-dbus"]),
+                DistPackage::new("python3-dbus", "1.3.2-5"),
+                DistPackage::new("my-app", "1.0").depends(&["python3-dbus"]),
             ],
         );
         node
@@ -506,7 +507,7 @@ mod tests {
     fn apt_holds_its_lock_while_it_runs() {
         let node = node(Manager::Apt);
         drop(node.hold_apt_lock(AptLock::Archives, "apt-get"));
-        node.offer_package(&Package::new("slow", "1").on_install("sleep 1"));
+        node.offer_package(&DistPackage::new("slow", "1").on_install("sleep 1"));
         let mut first = Command::new(node.commands_dir().join("apt-get"))
             .args(["install", "-y", "slow"])
             .env("SKYHOOK_HOST_ROOT", node.root())
@@ -560,10 +561,10 @@ mod tests {
         node.package_manager(
             Manager::Dnf,
             &[
-                Package::new("kexec-tools", "2.0.27-8.el9")
+                DistPackage::new("kexec-tools", "2.0.27-8.el9")
                     .depends(&["dracut"])
                     .on_posttrans("ls \"$P\" > \"$R/seen-by-posttrans\"; exit 1"),
-                Package::new("dracut", "057-70.el9").on_posttrans("echo dracut >> \"$R/posttrans-order\""),
+                DistPackage::new("dracut", "057-70.el9").on_posttrans("echo dracut >> \"$R/posttrans-order\""),
             ],
         );
         let (ok, _, err) = run(&node, "dnf", &["-y", "install", "kexec-tools"]);
@@ -584,7 +585,7 @@ mod tests {
         let other = Node::new("/bin/true");
         other.package_manager(
             Manager::Dnf,
-            &[Package::new("dracut", "057").on_posttrans("touch \"$R/ran\"")],
+            &[DistPackage::new("dracut", "057").on_posttrans("touch \"$R/ran\"")],
         );
         other.preinstall_package("dracut");
         assert!(!other.exists("/ran"), "preinstalled: no scriptlet");

@@ -15,7 +15,7 @@ pub use skyhook_testkit::boot_tools::bls_options;
 use skyhook_testkit::boot_tools::{GRUB2_MKCONFIG, GRUBBY};
 pub use skyhook_testkit::kdumpctl::Kdumpctl;
 use skyhook_testkit::kdumpctl::{self, DISPATCH, POSTTRANS};
-use skyhook_testkit::{Manager, Node, Package, Tree};
+use skyhook_testkit::{DistPackage, Manager, Node, Tree};
 
 /// A distribution under test.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -155,8 +155,8 @@ const DEBCONF: &str = r#"cat >> "$(dirname "$0")/debconf.db""#;
 
 /// kdump-tools in the simulated Debian repositories: its conffiles (the drop-in
 /// carries the distribution's default `default`), `kexec`, the service enabled.
-fn kdump_tools(default: &str) -> Package {
-    Package::new("kdump-tools", "1:1.10.3")
+fn kdump_tools(default: &str) -> DistPackage {
+    DistPackage::new("kdump-tools", "1:1.10.3")
         .on_install(&format!(
             r#"mkdir -p "$D/systemd"
 use=0; grep -q "^kdump-tools kdump-tools/use_kdump boolean true$" "$D/debconf.db" 2>/dev/null && use=1
@@ -177,14 +177,14 @@ rmdir "$R/etc/default/grub.d" 2>/dev/null || true"#,
 /// modified one is kept as .rpmsave on removal, as rpm does with %config files),
 /// `kexec`, its kdumpctl ([`kdumpctl`]'s model), kdump.service enabled where the
 /// preset says so, and the `%posttrans` reset of crashkernel where kdumpctl has it.
-fn kexec_tools(distro: Distro) -> Package {
+fn kexec_tools(distro: Distro) -> DistPackage {
     let conf = distro.kdump_conf;
     let preset = if distro.preset_enables_kdump {
         "mkdir -p \"$D/systemd\"; touch \"$D/systemd/kdump.enabled\"\n"
     } else {
         ""
     };
-    let package = Package::new("kexec-tools", distro.kexec_tools)
+    let package = DistPackage::new("kexec-tools", distro.kexec_tools)
         .on_install(&format!(
             r#"[ -f "$R/etc/kdump.conf" ] || printf '%s' '{conf}' > "$R/etc/kdump.conf"
 printf '#!/bin/sh\n' > "$D/kexec"; chmod 755 "$D/kexec"

@@ -31,8 +31,8 @@ use tuned::deploy::State as TunedState;
 
 use super::bootloader_step;
 use crate::catalog::{Catalog, Rendered};
-use crate::desired::Desired;
 use crate::host_steps::ledger::{BootInputs, Ledger};
+use crate::plan::Desired;
 
 /// What config does to GRUB for the services' drop-ins on this node.
 #[derive(Debug, Clone)]

@@ -6,7 +6,7 @@
 #![allow(dead_code)]
 
 use skyhook_core::os::distro::fixtures;
-use skyhook_testkit::{Manager, Node, Package};
+use skyhook_testkit::{DistPackage, Manager, Node};
 
 /// The package binary under test.
 /// (nvidia-tuned's tests include this module too: there it is nvidia-tuned's binary.)
@@ -269,9 +269,9 @@ pub fn runtime_pid(unit: &str) -> u32 {
 }
 
 /// The tuned package of the simulated repositories: `version` built with `dirs`.
-pub fn tuned_package(version: &str, dirs: (&str, &str), debian: bool) -> Package {
+pub fn tuned_package(version: &str, dirs: (&str, &str), debian: bool) -> DistPackage {
     let release = if debian { "-1" } else { "-1.el9" };
-    Package::new("tuned", &format!("{version}{release}"))
+    DistPackage::new("tuned", &format!("{version}{release}"))
         .on_install(&install_sh(version, dirs, debian))
         .on_remove(REMOVE_SH)
 }

@@ -4,6 +4,7 @@
 //! systemd, say) are reported as skipped.
 
 use crate::error::{Error, Result};
+use crate::runtime::run::Outcome;
 
 /// The expectations of one check run.
 #[derive(Debug, Default)]
@@ -95,6 +96,21 @@ impl Checklist {
             Err(Error::Check(self.unmet))
         }
     }
+
+    /// Ends the check after another engine's check of the same step (a package on
+    /// the tuning engine adds its own expectations to the engine's): every unmet
+    /// expectation of both, the engine's first; any other error of the engine's
+    /// first; else the engine's outcome.
+    pub fn finish_after(self, engine: Result<Outcome>) -> Result<Outcome> {
+        match (engine, self.finish()) {
+            (Err(Error::Check(mut unmet)), Err(Error::Check(more))) => {
+                unmet.extend(more);
+                Err(Error::Check(unmet))
+            }
+            (Err(e), _) | (Ok(_), Err(e)) => Err(e),
+            (Ok(outcome), Ok(())) => Ok(outcome),
+        }
+    }
 }
 
 #[cfg(test)]
@@ -114,6 +130,27 @@ mod tests {
             Err(Error::Check(list)) => assert_eq!(list, ["a missing", "b wrong", "c absent"]),
             other => panic!("{other:?}"),
         }
+    }
+
+    #[test]
+    fn finish_after_lists_the_engines_unmet_then_its_own_and_keeps_other_errors() {
+        let mut own = Checklist::new();
+        own.fail("module loaded");
+        match own.finish_after(Err(Error::Check(vec!["file changed".into()]))) {
+            Err(Error::Check(list)) => assert_eq!(list, ["file changed", "module loaded"]),
+            other => panic!("{other:?}"),
+        }
+        let mut own = Checklist::new();
+        own.fail("module loaded");
+        assert_eq!(own.finish_after(Err(Error::action("boom"))).unwrap_err().exit_code(), 1);
+        match Checklist::new().finish_after(Err(Error::input("bad key"))) {
+            Err(Error::Input(_)) => {}
+            other => panic!("{other:?}"),
+        }
+        let mut own = Checklist::new();
+        own.fail("module loaded");
+        assert!(matches!(own.finish_after(Ok(Outcome::done())), Err(Error::Check(_))));
+        assert!(Checklist::new().finish_after(Ok(Outcome::done())).is_ok());
     }
 
     #[test]

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-//! apply and apply-check: the kdump package installed (non-interactively, waiting for
+//! apply: the kdump package installed (non-interactively, waiting for
 //! package manager locks, retrying transient failures, skipped when installed) and
 //! the service enabled. The service is not required to run: it cannot load a crash
 //! kernel before a reboot has reserved the memory.
@@ -12,7 +12,7 @@ use skyhook_core::host::systemd::Systemd;
 use skyhook_core::os::distro::Family;
 use skyhook_core::os::pkgmgr::{PackageManager, Retry};
 use skyhook_core::records::receipt::InstallReceipt;
-use skyhook_core::{Checklist, Outcome, Result, Step};
+use skyhook_core::{Outcome, Result, Step};
 
 use crate::boot::KEY;
 use crate::platform::{DEBCONF_SELECTIONS, Platform};
@@ -113,24 +113,5 @@ pub fn apply(step: &Step) -> Result<Outcome> {
         systemd.enable(unit)?;
         log::info!("enabled {unit}; it loads a crash kernel once a reboot has reserved the memory");
     }
-    Ok(Outcome::done())
-}
-
-/// apply-check: the package and `kexec` are installed, the service is enabled.
-pub fn apply_check(step: &Step) -> Result<Outcome> {
-    let platform = Platform::detect(step)?;
-    let pm = PackageManager::detect(&step.host, platform.family, Retry::default())?;
-    let (package, unit) = (platform.package(), platform.service());
-    let mut c = Checklist::new();
-    c.expect(pm.is_installed(package)?, || {
-        format!("{package} is not installed: see the apply step's log for the package manager's error")
-    });
-    c.expect(step.host.which("kexec").is_some(), || {
-        format!("kexec is not on this host (it comes with {package}): see the apply step's log")
-    });
-    c.expect(Systemd::new(&step.host).is_enabled(unit)?, || {
-        format!("the {unit} service is not enabled (`systemctl is-enabled {unit}`): run apply again, or `systemctl enable {unit}`")
-    });
-    c.finish()?;
     Ok(Outcome::done())
 }

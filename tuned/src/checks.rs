@@ -17,8 +17,9 @@ use skyhook_core::{Checklist, Error, Host, Result, Step};
 
 use crate::activate::{self, Active};
 use crate::deploy::State;
+use crate::input::{PROFILE_KEY, Request};
 use crate::layout::Tuned;
-use crate::plan::{Item, PROFILE_KEY, Request};
+use crate::plan::Item;
 use crate::service::TUNED;
 
 /// The environment variable that lets config-check pass a failing verify.
@@ -210,6 +211,32 @@ fn run_verify(host: &Host, verify: Verify, c: &mut Checklist) -> Result<()> {
         )),
     }
     Ok(())
+}
+
+/// apply-check and upgrade-check: tuned installed, service enabled and active.
+pub fn install_check(step: &Step) -> Result<()> {
+    let host = &step.host;
+    let mut c = Checklist::new();
+    for program in ["tuned", "tuned-adm"] {
+        c.expect(host.which(program).is_some(), || {
+            format!("{program} is not installed (not found on this host); the apply step installs the tuned package")
+        });
+    }
+    let systemd = Systemd::new(host);
+    c.expect(systemd.is_enabled(TUNED)?, || {
+        "the tuned service is not enabled (systemctl is-enabled tuned): it would not start at boot".into()
+    });
+    match systemd.is_active(TUNED)? {
+        Some(active) => {
+            c.expect(active, || {
+                "the tuned service is not active (systemctl is-active tuned); see `journalctl -u tuned` and \
+                 /var/log/tuned/tuned.log"
+                    .into()
+            });
+        }
+        None => c.skip("tuned service running: systemd is not running on this host (chroot or image build)"),
+    }
+    c.finish()
 }
 
 #[cfg(test)]

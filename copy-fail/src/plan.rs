@@ -1,13 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
-//! What the mitigation asks of the tuning engine: the module kept out, the
+//! The plan: what the mitigation asks of the tuning engine: the module kept out, the
 //! modprobe.d file that does it (the bash copy-fail's name and content, so that a
 //! node it mitigated is taken over in place), and tuning's input: a `modprobe.conf`
 //! holding that one line.
 
 use std::path::PathBuf;
 
-use skyhook_core::ConfigMaps;
+use skyhook_core::{ConfigMaps, Outcome, Result, Step};
 use tuning::{Preset, PresetFile};
+
+use crate::KIND;
 
 /// The vulnerability.
 pub const CVE: &str = "CVE-2026-31431";
@@ -43,6 +45,17 @@ pub fn input() -> ConfigMaps {
 /// No input: uninstall works from the records (and the preset) alone.
 pub fn no_input() -> ConfigMaps {
     ConfigMaps::from_entries(Vec::<(&str, &str)>::new())
+}
+
+/// Runs the engine's mode of `step` with the mitigation's input and preset.
+pub fn on_engine(step: &Step) -> Result<Outcome> {
+    tuning::run_preset(step, KIND, input(), &preset())
+}
+
+/// Runs the engine's mode of `step` with no input: uninstall works from the
+/// records (and the preset) alone.
+pub fn on_engine_without_input(step: &Step) -> Result<Outcome> {
+    tuning::run_preset(step, KIND, no_input(), &preset())
 }
 
 #[cfg(test)]

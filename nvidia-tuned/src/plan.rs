@@ -10,11 +10,12 @@ use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 
 use skyhook_core::host::systemd::Systemd;
+use skyhook_core::records::state::StateStore;
 use skyhook_core::{ConfigMaps, Error, Host, Interrupt, Result, Step};
 
-use crate::accelerator;
 use crate::catalog::{Catalog, Choice, FileEntry, OsEntry, Rendered, without_sysctls};
-use crate::request::Request;
+use crate::input::Request;
+use crate::{accelerator, main_conf};
 
 /// The desired state of the node.
 #[derive(Debug, Clone)]
@@ -87,7 +88,7 @@ impl Desired {
             .iter()
             .map(|p| (p.name.clone(), p.text.clone().into_bytes()));
         let active = std::iter::once((
-            tuned::plan::PROFILE_KEY.to_string(),
+            tuned::input::PROFILE_KEY.to_string(),
             self.rendered.active.clone().into_bytes(),
         ));
         ConfigMaps::from_entries(profiles.chain(active))
@@ -215,7 +216,7 @@ fn log_ignored(catalog: &Catalog, choice: &Choice, step: &Step) {
     let Some(profile) = catalog.self_contained(&choice.accelerator) else {
         return;
     };
-    for key in [crate::request::INTENT_KEY, crate::request::SERVICE_KEY] {
+    for key in [crate::input::INTENT_KEY, crate::input::SERVICE_KEY] {
         if let Ok(Some(value)) = step.configmaps.text(key)
             && !value.trim().is_empty()
         {
@@ -261,4 +262,15 @@ fn drop_missing_sysctls(host: &Host, optional: &[String], rendered: &mut Rendere
         p.text = kept;
     }
     Ok(())
+}
+
+/// The step the tuned engine runs: this package's kind, context and host, with the
+/// request in tuned's own keys.
+pub(crate) fn engine(step: &Step, configmaps: ConfigMaps) -> Step {
+    Step::new(step.kind(), step.ctx.clone(), step.host.clone(), configmaps)
+}
+
+/// The store of the tuned-main.conf originals.
+pub(crate) fn main_conf_store(step: &Step) -> StateStore<'_> {
+    StateStore::new(&step.host, main_conf::STATE_KIND, step.ctx.package_name())
 }
