@@ -13,8 +13,10 @@
 //! - `platform`, `dockerfiles`, `image`: the images (see ci/README.md).
 //! - `tag`, `notes`, `changed`: the release process (see ci/README.md).
 //!
-//! Every line goes out through [`console`], which handles a failed write once for
-//! every subcommand.
+//! The code is one folder per job: [`build`] (dist, dist-self, platform, dockerfiles,
+//! image), [`agent`] (run), [`review`] (validate, lint, profiles), [`release`] (tag,
+//! notes, changed, figures) and [`test_target`] (test). Every line goes out through
+//! [`console`], which handles a failed write once for every subcommand.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
