@@ -13,8 +13,10 @@
 //! - `platform`, `dockerfiles`, `image`: the images (see ci/README.md).
 //! - `tag`, `notes`, `changed`: the release process (see ci/README.md).
 //!
-//! Every line goes out through [`console`], which handles a failed write once for
-//! every subcommand.
+//! The code is one folder per job: [`build`] (dist, dist-self, platform, dockerfiles,
+//! image), [`agent`] (run), [`review`] (validate, lint, profiles), [`release`] (tag,
+//! notes, changed, figures) and [`test_target`] (test). Every line goes out through
+//! [`console`], which handles a failed write once for every subcommand.
 
 #![deny(clippy::print_stdout, clippy::print_stderr)]
 
@@ -22,27 +24,17 @@
 mod console;
 
 mod agent;
-mod changed;
-mod dist;
-mod dist_self;
-mod dockerfiles;
-mod elf;
+mod build;
 mod error;
-mod figures;
-mod image;
-mod lint;
-mod notes;
-mod packages;
-mod platform;
-mod profiles;
 mod release;
-mod run;
-mod scr;
-mod stages;
+mod review;
 mod test_target;
-mod toolchain;
-mod validate;
 mod workspace;
+
+use agent::run;
+use build::{dist, dist_self, dockerfiles, image, platform};
+use release::{changed, figures, notes};
+use review::{lint, profiles, validate};
 
 use std::path::PathBuf;
 use std::process::ExitCode;
@@ -211,7 +203,7 @@ fn main() -> ExitCode {
         Command::Platform { target_platform, build } => platform::run(&target_platform, build.as_deref()),
         Command::Image(command) => image::run(&command),
         Command::Dockerfiles { write } => dockerfiles::run(write),
-        Command::Tag { tag, registry, owner } => release::run(&tag, &registry, owner.as_deref()),
+        Command::Tag { tag, registry, owner } => release::tag::run(&tag, &registry, owner.as_deref()),
         Command::Notes {
             package,
             version,

@@ -22,8 +22,7 @@ const PACKAGES: [&str; 8] = [
     "tuning",
 ];
 
-#[path = "shared/empty_root.rs"]
-mod empty_root;
+use skyhook_pkg_support::empty_root;
 
 use empty_root::{EmptyRoot, chroot_program};
 
@@ -31,7 +30,7 @@ use empty_root::{EmptyRoot, chroot_program};
 fn dist_assembles_static_binaries_that_run_in_an_empty_chroot() {
     let out = tempfile::tempdir().unwrap();
     let dist = out.path().join("dist");
-    let stdout = empty_root::dist(&[], &dist);
+    let stdout = empty_root::dist(env!("CARGO_BIN_EXE_skyhook-pkg"), &[], &dist);
     for p in PACKAGES {
         assert!(
             stdout.lines().any(|l| l.starts_with(p) && l.contains(" yes ")),

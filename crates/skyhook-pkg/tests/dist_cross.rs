@@ -9,8 +9,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::process::Command;
 
-#[path = "shared/empty_root.rs"]
-mod empty_root;
+use skyhook_pkg_support::empty_root;
 
 use empty_root::EmptyRoot;
 
@@ -86,7 +85,7 @@ fn a_cross_build_gets_the_cross_linker_and_a_binary_of_the_wrong_architecture_fa
 #[test]
 fn dist_all_builds_static_trees_for_both_architectures_that_run_in_an_empty_chroot() {
     let d = tempfile::tempdir().unwrap();
-    let stdout = empty_root::dist(&["--target", "all"], d.path());
+    let stdout = empty_root::dist(env!("CARGO_BIN_EXE_skyhook-pkg"), &["--target", "all"], d.path());
     for (arch, triple) in [
         ("x86_64", "x86_64-unknown-linux-gnu"),
         ("aarch64", "aarch64-unknown-linux-gnu"),

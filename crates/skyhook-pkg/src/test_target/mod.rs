@@ -23,8 +23,9 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
+use crate::build::dist;
 use crate::error::{TestError, ToolError};
-use crate::{dist, workspace};
+use crate::workspace;
 use harness::Harness;
 use pool::{Binary, Test};
 

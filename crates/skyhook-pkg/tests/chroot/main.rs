@@ -18,12 +18,8 @@
 //! toolchain; for the RHEL scenarios, rpm and createrepo-c: `ci/setup-toolchain`);
 //! fails loudly, with the reason, when one is missing. Run alone: `cargo test -p skyhook-pkg --test chroot`.
 
-#[path = "../shared/apt_sources.rs"]
-mod apt_sources;
 mod bind_mount;
 mod copy_fail;
-mod debian;
-mod emulation;
 mod kdump;
 mod nvidia_tuned;
 mod readme;
@@ -31,6 +27,8 @@ mod rhel;
 mod shellscript;
 mod tuned;
 mod tuning;
+
+use skyhook_pkg_support::{debian, emulation};
 
 use std::collections::BTreeMap;
 use std::fs;

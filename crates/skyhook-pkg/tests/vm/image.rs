@@ -7,7 +7,7 @@
 //! 1. The root: on this machine's architecture, `debootstrap` with systemd, a kernel
 //!    and GRUB ([`Arch::boot_packages`]); for a foreign architecture (arm64 here), a
 //!    copy of the chroot tier's cached Debian root of that architecture
-//!    (`chroot/debian.rs`: minbase with systemd and python3, built by debootstrap
+//!    (`support/src/debian.rs`: minbase with systemd and python3, built by debootstrap
 //!    under qemu-user when the cache has none), to which the set-up adds the image's
 //!    packages with `apt-get install --no-install-recommends` — what debootstrap's
 //!    `--include` adds, without a second emulated second stage. Every chroot step of
@@ -107,7 +107,7 @@ fn recipe(guest: Guest) -> String {
         include_str!("image.rs"),
         include_str!("arch.rs"),
         include_str!("disk.rs"),
-        include_str!("../chroot/debian.rs"),
+        include_str!("../support/src/debian.rs"),
         RUNNER,
         RUNNER_UNIT,
         &mirror().unwrap_or_default(),

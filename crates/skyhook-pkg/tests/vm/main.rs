@@ -22,21 +22,10 @@
 //! add its name, e.g. `smoke`). Everything it downloads or builds lives under
 //! `SKYHOOK_VM_CACHE` (default `/var/cache/skyhook-packages/vm`), never in the repository.
 
-#[path = "../shared/apt_sources.rs"]
-mod apt_sources;
 mod arch;
 mod cache;
 mod catalog;
-// The chroot tier's cached Debian roots and its qemu-user registration: a foreign
-// guest's image starts from that root (`image`), not from a second emulated
-// debootstrap. Not every item of them is used here.
-#[allow(dead_code)]
-#[path = "../chroot/debian.rs"]
-mod debian;
 mod disk;
-#[allow(dead_code)]
-#[path = "../chroot/emulation.rs"]
-mod emulation;
 mod image;
 mod qemu;
 mod vm;
@@ -48,3 +37,8 @@ mod smoke;
 mod tuned;
 mod tuning;
 mod unload_and_bind;
+
+// The chroot tier's cached Debian roots and its qemu-user registration: a foreign
+// guest's image starts from that root (`image`), not from a second emulated
+// debootstrap.
+use skyhook_pkg_support::{apt_sources, debian, emulation};

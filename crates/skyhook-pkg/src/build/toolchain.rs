@@ -107,7 +107,7 @@ mod tests {
 
     #[test]
     fn the_default_toolchain_builds_this_machines_target() {
-        let host = crate::dist::host_triple().unwrap();
+        let host = crate::build::dist::host_triple().unwrap();
         assert!(Rust::default_toolchain().has_std(&host));
         assert_eq!(for_target(&host).unwrap(), Rust::default_toolchain());
     }

@@ -8,7 +8,7 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 
-use crate::elf;
+use crate::build::elf;
 use crate::error::ToolError;
 
 /// One entry of a tree.

@@ -8,8 +8,9 @@ use std::fs;
 use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 
+use crate::build::{dist, elf};
 use crate::error::ToolError;
-use crate::{dist, elf, workspace};
+use crate::workspace;
 
 /// `skyhook-pkg dist-self [--target] --out FILE`: true when the binary is static.
 pub fn run(target: Option<&str>, out: &Path) -> Result<bool, ToolError> {

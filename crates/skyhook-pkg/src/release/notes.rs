@@ -9,8 +9,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::build::{elf, platform};
 use crate::error::{NotesError, ToolError};
-use crate::{elf, platform, workspace};
+use crate::workspace;
 
 /// The text under the `## <version>` heading of a changelog, up to the next `## `
 /// heading, without surrounding blank lines. A heading may carry more after the

@@ -25,7 +25,7 @@ use skyhook_core::host::process::{self, Limit, Output, PassOn, Stream, Supervisi
 use skyhook_core::runtime::interrupt::Interrupt;
 use skyhook_core::runtime::node_metadata::{self, NodeMetadata};
 
-use crate::dist::copy_tree;
+use crate::build::dist::copy_tree;
 use crate::error::ToolError;
 
 /// Where the local agent keeps its bookkeeping on the host (the agent's `SKYHOOK_ROOT_DIR`).

@@ -14,8 +14,9 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
+use crate::build::platform;
 use crate::error::ToolError;
-use crate::{platform, workspace};
+use crate::workspace;
 
 /// Where the template lives, relative to the workspace root.
 pub const TEMPLATE: &str = "ci/Dockerfile.in";

@@ -20,8 +20,8 @@ use skyhook_core::config::PackageConfig;
 use skyhook_core::runtime::interrupt::Interrupt;
 use skyhook_core::runtime::semver::Version;
 
+use crate::agent::scr::key_matches;
 use crate::error::ToolError;
-use crate::scr::key_matches;
 
 /// Which operator drives the package.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -141,7 +141,7 @@ pub fn plan(
         .map_err(|e| ToolError::usage(format!("version {version:?}: {e}")))?;
     let installed: Option<Version> = match installed {
         Some(v) => Some(v.parse().map_err(|source| ToolError::BadHistory {
-            dir: std::path::Path::new(crate::agent::AGENT_DIR).join("history"),
+            dir: std::path::Path::new(crate::agent::node::AGENT_DIR).join("history"),
             source,
         })?),
         None => None,

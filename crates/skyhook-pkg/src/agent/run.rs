@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! `skyhook-pkg run`: runs a package locally the way a node runs it (see
-//! [`crate::agent`]), one or more modes — each action followed by its check — or the
-//! stages the operator would drive ([`crate::stages`]), then prints a summary table.
+//! [`crate::agent::node`]), one or more modes — each action followed by its check — or the
+//! stages the operator would drive ([`crate::agent::stages`]), then prints a summary table.
 //! The configMap, env and interrupts come from flags or from an SCR file, so that
 //! what is tried locally is exactly what the cluster will get.
 //!
@@ -17,11 +17,12 @@ use skyhook_core::Mode;
 use skyhook_core::runtime::interrupt::Interrupt;
 use skyhook_core::runtime::node_metadata::{NodeMetadata, ScrPackage};
 
-use crate::agent::{self, Agent, Deployment, PackageTree, Status, StepReport};
+use crate::agent::node::{self, Agent, Deployment, PackageTree, Status, StepReport};
+use crate::agent::scr::{Scr, ScrEntry};
+use crate::agent::stages::{self, ConfigChange, Declared, Operator, Request, Stage};
+use crate::build::dist;
 use crate::error::ToolError;
-use crate::scr::{Scr, ScrEntry};
-use crate::stages::{self, ConfigChange, Declared, Operator, Request, Stage};
-use crate::{dist, workspace};
+use crate::workspace;
 
 /// The command line of `skyhook-pkg run`.
 #[derive(Debug, Clone, Default, clap::Args)]
@@ -400,7 +401,7 @@ fn lifecycle_stages(
         Request::Apply {
             installed: history.installed.clone(),
             version: dep.version.clone(),
-            change: ConfigChange::between(&history.configmap, &agent::digests(&dep.configmaps)),
+            change: ConfigChange::between(&history.configmap, &node::digests(&dep.configmaps)),
         }
     };
     stages::plan(&tree.config, &request, declared, args.operator)

@@ -188,7 +188,7 @@ mod tests {
     fn a_core_or_workspace_change_affects_every_package() {
         for path in [
             "crates/skyhook-core/src/host.rs",
-            "crates/skyhook-pkg/src/dist.rs",
+            "crates/skyhook-pkg/src/build/dist.rs",
             "Cargo.lock",
             "Cargo.toml",
             "schemas/v1/skyhook-agent-schema.json",

@@ -23,9 +23,10 @@ use skyhook_core::Error;
 use skyhook_core::review::{Entry, Review};
 use skyhook_core::runtime::interrupt::Interrupt;
 
+use crate::agent::scr::{Scr, ScrEntry, key_matches, parse_interrupt};
+use crate::console;
 use crate::error::ToolError;
-use crate::scr::{Scr, ScrEntry, key_matches, parse_interrupt};
-use crate::{console, packages};
+use crate::review::packages;
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, Default, PartialEq, Eq, clap::ValueEnum)]
@@ -509,7 +510,7 @@ mod tests {
     fn the_readme_examples_lint_clean() {
         let mut count = 0;
         let readmes = std::iter::once("README.md".to_string()).chain(
-            crate::packages::all()
+            crate::review::packages::all()
                 .into_iter()
                 .map(|p| format!("{}/README.md", p.name())),
         );

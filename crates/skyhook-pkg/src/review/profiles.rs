@@ -15,7 +15,7 @@ use crate::error::ToolError;
 
 /// The catalogs of the packages this tool was built with (the packages that have one).
 pub fn catalogs() -> Vec<Box<dyn Catalog>> {
-    crate::packages::all()
+    crate::review::packages::all()
         .iter()
         .filter_map(|p| p.catalog().map(|(catalog, _)| catalog))
         .collect()

@@ -31,8 +31,10 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::build::{elf, platform, toolchain};
 use crate::error::{DistError, ToolError};
-use crate::{elf, platform, toolchain, validate, workspace};
+use crate::review::validate;
+use crate::workspace;
 
 /// One assembled package, for the summary table.
 #[derive(Debug, Clone)]

@@ -13,10 +13,10 @@ use std::collections::BTreeMap;
 use std::fs;
 use std::path::Path;
 
+use crate::build::image::engine::{self, Store};
+use crate::build::image::oci::{self, Descriptor};
+use crate::build::platform;
 use crate::error::{ImageError, ToolError};
-use crate::image::engine::{self, Store};
-use crate::image::oci::{self, Descriptor};
-use crate::platform;
 
 /// What the image's labels and annotations say beyond the package name.
 #[derive(Debug, Clone, Default)]

@@ -8,15 +8,16 @@ use std::fs;
 use std::path::Path;
 use std::process::Command;
 
-/// Runs `skyhook-pkg dist <args> --out <out>` from the workspace root; its stdout
-/// (the summary table). Fails the test, with dist's output, when dist fails.
-pub fn dist(args: &[&str], out: &Path) -> String {
-    let run = Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))
+/// Runs `skyhook-pkg dist <args> --out <out>` (`skyhook_pkg`: the tool's binary) from the
+/// workspace root; its stdout (the summary table). Fails the test, with dist's output,
+/// when dist fails.
+pub fn dist(skyhook_pkg: &str, args: &[&str], out: &Path) -> String {
+    let run = Command::new(skyhook_pkg)
         .arg("dist")
         .args(args)
         .arg("--out")
         .arg(out)
-        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../.."))
+        .current_dir(concat!(env!("CARGO_MANIFEST_DIR"), "/../../../.."))
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&run.stdout).into_owned();

@@ -26,11 +26,11 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
+use crate::build::image::engine::{self, RUN_FLAGS, Store};
+use crate::build::image::init::{self, Style};
+use crate::build::image::tree::{self, Snapshot};
+use crate::build::platform;
 use crate::error::ToolError;
-use crate::image::engine::{self, RUN_FLAGS, Store};
-use crate::image::init::{self, Style};
-use crate::image::tree::{self, Snapshot};
-use crate::platform;
 
 /// Where the init container copies the package on the node (the operator's shape:
 /// a directory per package and version under its copy root).

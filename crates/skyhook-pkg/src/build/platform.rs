@@ -7,7 +7,7 @@
 //! build machine with the `<arch>-unknown-linux-gnu` target, `+crt-static`, and
 //! Debian's cross gcc as the linker for the other architecture (glibc's static
 //! archives come from `libc6-dev-<debian-arch>-cross`; `ci/setup-toolchain` installs
-//! them, [`crate::toolchain`] picks the compiler); the images copy those trees
+//! them, [`crate::build::toolchain`] picks the compiler); the images copy those trees
 //! ([`published`]: the Dockerfile's tree stages, one per platform). `skyhook-pkg
 //! platform` prints the target and whether a cross toolchain is needed, for scripts
 //! that build one platform.

@@ -12,9 +12,9 @@ use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
+use crate::build::image::engine::{self, Store};
+use crate::build::{elf, platform};
 use crate::error::{ImageError, ToolError};
-use crate::image::engine::{self, Store};
-use crate::{elf, platform};
 
 /// The Debian package the base is made from.
 pub const DEBIAN_PACKAGE: &str = "busybox-static";

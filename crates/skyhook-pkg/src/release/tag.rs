@@ -17,7 +17,8 @@ use std::path::Path;
 use skyhook_core::runtime::semver::Version;
 
 use crate::error::{ReleaseError, ToolError};
-use crate::{notes, workspace};
+use crate::release::notes;
+use crate::workspace;
 
 /// A release tag, parsed.
 #[derive(Debug, Clone, PartialEq, Eq)]

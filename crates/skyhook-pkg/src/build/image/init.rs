@@ -13,8 +13,8 @@ use std::os::unix::fs::PermissionsExt;
 use std::path::Path;
 use std::process::Command;
 
+use crate::build::image::engine::{self, RUN_FLAGS, Store};
 use crate::error::ToolError;
-use crate::image::engine::{self, RUN_FLAGS, Store};
 
 /// The init container's command, as the operator gives it (the shell expands the variable).
 pub const COMMAND: &str = "mkdir -p /root/${SKYHOOK_DIR} && cp -r /skyhook-package/* /root/${SKYHOOK_DIR}";
