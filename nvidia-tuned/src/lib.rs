@@ -100,7 +100,7 @@ impl Package for NvidiaTuned {
 /// The step the tuned engine runs: this package's kind, context and host, with the
 /// request in tuned's own keys.
 fn engine(step: &Step, configmaps: ConfigMaps) -> Step {
-    Step::new(step.kind(), step.ctx.clone(), step.host.clone(), configmaps)
+    step.derived(step.kind(), configmaps)
 }
 
 fn main_conf_store(step: &Step) -> StateStore<'_> {
@@ -125,7 +125,7 @@ fn config(step: &Step) -> Result<Outcome> {
     let files_need = desired.files_interrupt(&step.host)?;
     regeneration.prepare(step)?;
     let outcome = tuned::config_with(&engine(step, desired.configmaps()), &desired.files())?;
-    let layout = tuned::layout::Tuned::detect(&step.host)?;
+    let layout = tuned::layout::Tuned::detect(step)?;
     let ours = desired
         .rendered
         .profiles
@@ -204,7 +204,7 @@ fn uninstall(step: &Step) -> Result<Outcome> {
     // tuned's uninstall reads these first; read them before any change here too,
     // with every record: a damaged one stops the step before anything is undone.
     Retry::from_env()?;
-    step.os_release()?.family()?;
+    step.family()?;
     tuned::service::read_record(&engine(step, ConfigMaps::default()))?;
     main_conf::read_record(&main_conf_store(step))?;
     let host_needs = host_steps::uninstall(step)?;

@@ -15,8 +15,7 @@ pub const TUNED: &str = "tuned";
 
 fn package_manager(step: &Step) -> Result<PackageManager<'_>> {
     let retry = Retry::from_env()?;
-    let family = step.os_release()?.family()?;
-    PackageManager::detect(&step.host, family, retry)
+    PackageManager::detect(&step.host, step.family()?, retry)
 }
 
 /// apply and upgrade: install tuned (skipped when installed), enable and start it.
