@@ -215,7 +215,7 @@ fn log_ignored(catalog: &Catalog, choice: &Choice, step: &Step) {
     let Some(profile) = catalog.self_contained(&choice.accelerator) else {
         return;
     };
-    for key in [crate::request::INTENT_KEY, crate::request::SERVICE_KEY] {
+    for key in [crate::keys::INTENT_KEY, crate::keys::SERVICE_KEY] {
         if let Ok(Some(value)) = step.configmaps.text(key)
             && !value.trim().is_empty()
         {

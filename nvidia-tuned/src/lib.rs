@@ -4,7 +4,7 @@
 //! engine in process. The configMap keys (`accelerator`, `intent`, `service`), the
 //! profile names and include chain are the original's (see README.md).
 //!
-//! Modules: [`catalog`](mod@catalog) the embedded profile catalog, [`request`] the configMap keys,
+//! Modules: [`catalog`](mod@catalog) the embedded profile catalog, [`request`] the configMap read, [`keys`] the keys' names,
 //! [`accelerator`] the node's accelerator, [`desired`] the tuned request for this
 //! node, [`main_conf`] the tuned-main.conf options, [`legacy`] what the bash version left, [`effective`] the reviewable
 //! settings of each combination (`skyhook_core::profile::Catalog`), [`host_steps`] the
@@ -24,6 +24,7 @@ pub mod effective;
 pub mod grub;
 pub mod grub_d;
 pub mod host_steps;
+pub mod keys;
 pub mod legacy;
 pub mod main_conf;
 pub mod request;
@@ -49,7 +50,7 @@ pub use crate::effective::catalog;
 pub fn validate(configmaps: &ConfigMaps) -> Result<()> {
     let catalog = Catalog::embedded();
     let request = request::Request::read(configmaps, &catalog.manifest)?;
-    if request.accelerator == request::AUTO {
+    if request.accelerator == keys::AUTO {
         return Ok(());
     }
     // Offline the OS is unknown: an accelerator that exists only on some OS versions
