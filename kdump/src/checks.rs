@@ -220,7 +220,7 @@ fn check_next_boot(
     ck: &CrashKernel,
     c: &mut Checklist,
 ) -> Result<()> {
-    if platform.family != Family::Rhel {
+    if !platform.has_kdumpctl() {
         return Ok(());
     }
     // Only grubby hosts: elsewhere kdumpctl does not reset (and a host without a
@@ -322,7 +322,7 @@ fn not_loaded(host: &Host, platform: &Platform, file: &str, loaded: Option<&str>
             "; kernel lockdown is {mode:?}, which refuses unsigned kexec images"
         ));
     }
-    if platform.family == Family::Debian {
+    if platform.has_use_kdump() {
         let conf = host
             .read_to_string(platform.kdump_conf())
             .ok()

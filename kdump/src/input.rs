@@ -3,7 +3,6 @@
 //! syntax, and no more than half of the node's memory) and `kdump.conf` (the service
 //! configuration, deployed verbatim).
 
-use skyhook_core::os::distro::Family;
 use skyhook_core::runtime::configmap::ConfigMaps;
 use skyhook_core::{Error, Host, Result};
 
@@ -95,7 +94,7 @@ impl Input {
             check_against_node(ck, platform, host)?;
         }
         if let Some(conf) = &input.kdump_conf
-            && platform.family == Family::Debian
+            && platform.has_use_kdump()
             && use_kdump(conf).as_deref() != Some("1")
         {
             log::warn!(

@@ -28,8 +28,8 @@ pub struct Platform {
 impl Platform {
     /// The platform of the step's host (an unsupported distribution is an error).
     pub fn detect(step: &Step) -> Result<Self> {
-        let os = step.os_release()?;
-        let family = os.family()?;
+        let os = step.os_release()?.clone();
+        let family = step.family()?;
         Ok(Platform { family, os })
     }
 
@@ -61,6 +61,25 @@ impl Platform {
         match self.family {
             Family::Debian => "/etc/default/kdump-tools",
             Family::Rhel => "/etc/kdump.conf",
+        }
+    }
+
+    /// Whether the service's configuration has a `USE_KDUMP` switch that must be 1
+    /// for a crash kernel to load (kdump-tools' `/etc/default/kdump-tools`).
+    pub fn has_use_kdump(&self) -> bool {
+        match self.family {
+            Family::Debian => true,
+            Family::Rhel => false,
+        }
+    }
+
+    /// Whether kdumpctl runs the service (kexec-tools, whose `kdump.service` comes
+    /// from kdump-utils on RHEL 10 and Fedora 41+): it knows `auto_reset_crashkernel`
+    /// and may reset the boot entries' `crashkernel=` on grubby hosts.
+    pub fn has_kdumpctl(&self) -> bool {
+        match self.family {
+            Family::Debian => false,
+            Family::Rhel => true,
         }
     }
 
@@ -112,6 +131,8 @@ mod tests {
         ] {
             let p = Platform::from_os_release(text).unwrap();
             assert_eq!((p.package(), p.service(), p.kdump_conf()), (package, service, conf));
+            let debian = package == "kdump-tools";
+            assert_eq!((p.has_use_kdump(), p.has_kdumpctl()), (debian, !debian), "{text}");
         }
     }
 

@@ -8,7 +8,6 @@
 //! put the distribution's default back at the next kernel install.
 
 use skyhook_core::host::systemd::{Applied, Systemd};
-use skyhook_core::os::distro::Family;
 use skyhook_core::records::original::SavedFile;
 use skyhook_core::records::state::StateStore;
 use skyhook_core::{Error, Host, Result};
@@ -54,7 +53,7 @@ pub fn desired(
         text: user.map(str::to_string),
         ..Desired::default()
     };
-    if platform.family != Family::Rhel {
+    if !platform.has_kdumpctl() {
         return Ok(plain);
     }
     let support = autoreset::kdumpctl_knows_option(host)?;

@@ -117,7 +117,7 @@ fn post_interrupt_check_says_what_to_look_at_for_each_missing_piece() {
     reboot(&node, UBUNTU, 256 * MIB);
     node.file(
         "/proc/cmdline",
-        "BOOT_IMAGE=/boot/vmlinuz root=UUID=0a1b ro quiet splash\n",
+        "BOOT_IMAGE=/boot/vmlinuz root=UUID=0b1c ro quiet splash\n",
     );
     node.run("post-interrupt-check")
         .expect_code(1)

@@ -32,7 +32,7 @@ pub fn config(step: &Step) -> Result<Outcome> {
     let files_need = desired.files_interrupt(&step.host)?;
     regeneration.prepare(step)?;
     let outcome = tuned::config_with(&engine(step, desired.configmaps()), &desired.files())?;
-    let layout = tuned::layout::Tuned::detect(&step.host)?;
+    let layout = tuned::layout::Tuned::detect(step)?;
     let ours = desired
         .rendered
         .profiles

@@ -72,9 +72,9 @@ impl CatalogError {
     /// `service`); a catalog defect names the accelerator's.
     pub fn key(&self) -> &'static str {
         match self {
-            CatalogError::Intent(..) => crate::input::INTENT_KEY,
-            CatalogError::Service(..) | CatalogError::ServiceAccelerator { .. } => crate::input::SERVICE_KEY,
-            _ => crate::input::ACCELERATOR_KEY,
+            CatalogError::Intent(..) => crate::keys::INTENT_KEY,
+            CatalogError::Service(..) | CatalogError::ServiceAccelerator { .. } => crate::keys::SERVICE_KEY,
+            _ => crate::keys::ACCELERATOR_KEY,
         }
     }
 }

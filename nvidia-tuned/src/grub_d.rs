@@ -40,10 +40,11 @@ pub fn refuse_on_rhel_like(step: &Step, desired: &Desired) -> Result<()> {
     if found.is_empty() {
         return Ok(());
     }
-    let os = step.os_release()?;
-    if os.family()? != Family::Rhel {
-        return Ok(());
+    match step.family()? {
+        Family::Debian => return Ok(()),
+        Family::Rhel => {}
     }
+    let os = step.os_release()?;
     let service = desired.choice.service.as_deref().unwrap_or("(none)");
     let listed: Vec<String> = found
         .iter()

@@ -10,17 +10,7 @@ use skyhook_core::{ConfigMaps, Error, Result};
 
 use crate::catalog::Manifest;
 use crate::host_steps::switches::{Flag, flag};
-
-/// The key naming the accelerator (or `auto`).
-pub const ACCELERATOR_KEY: &str = "accelerator";
-/// The key naming the workload intent.
-pub const INTENT_KEY: &str = "intent";
-/// The key naming the cloud service.
-pub const SERVICE_KEY: &str = "service";
-/// The key switching SPCX congestion control off (`oci` on `gb300`; default on).
-pub const SPCX_CC_KEY: &str = "spcx_cc";
-/// The accelerator value that picks the accelerator on each node.
-pub const AUTO: &str = "auto";
+use crate::keys::{ACCELERATOR_KEY, AUTO, INTENT_KEY, SERVICE_KEY, SPCX_CC_KEY};
 
 /// The configMap, read.
 #[derive(Debug, Clone, PartialEq, Eq)]

@@ -4,7 +4,7 @@
 //! engine in process. The configMap keys (`accelerator`, `intent`, `service`), the
 //! profile names and include chain are the original's (see README.md).
 //!
-//! The package layout (DESIGN.md): [`input`] the configMap keys, [`plan`] the tuned
+//! The package layout (DESIGN.md): [`input`] the configMap read, [`keys`] the keys' names, [`plan`] the tuned
 //! request for this node (the accelerator chosen, the catalog rendered), [`apply`]
 //! apply and config, [`checks`] the check modes, [`uninstall`] the removal,
 //! [`review`] what lint asks of the package. The domain: [`catalog`](mod@catalog) the
@@ -29,6 +29,7 @@ pub mod grub;
 pub mod grub_d;
 pub mod host_steps;
 pub mod input;
+pub mod keys;
 pub mod legacy;
 pub mod main_conf;
 pub mod plan;
@@ -50,7 +51,7 @@ pub use crate::effective::catalog;
 pub fn validate(configmaps: &ConfigMaps) -> Result<()> {
     let catalog = Catalog::embedded();
     let request = input::Request::read(configmaps, &catalog.manifest)?;
-    if request.accelerator == input::AUTO {
+    if request.accelerator == keys::AUTO {
         return Ok(());
     }
     // Offline the OS is unknown: an accelerator that exists only on some OS versions

@@ -216,7 +216,7 @@ fn log_ignored(catalog: &Catalog, choice: &Choice, step: &Step) {
     let Some(profile) = catalog.self_contained(&choice.accelerator) else {
         return;
     };
-    for key in [crate::input::INTENT_KEY, crate::input::SERVICE_KEY] {
+    for key in [crate::keys::INTENT_KEY, crate::keys::SERVICE_KEY] {
         if let Ok(Some(value)) = step.configmaps.text(key)
             && !value.trim().is_empty()
         {
@@ -267,7 +267,7 @@ fn drop_missing_sysctls(host: &Host, optional: &[String], rendered: &mut Rendere
 /// The step the tuned engine runs: this package's kind, context and host, with the
 /// request in tuned's own keys.
 pub(crate) fn engine(step: &Step, configmaps: ConfigMaps) -> Step {
-    Step::new(step.kind(), step.ctx.clone(), step.host.clone(), configmaps)
+    step.derived(step.kind(), configmaps)
 }
 
 /// The store of the tuned-main.conf originals.

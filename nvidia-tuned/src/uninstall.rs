@@ -17,7 +17,7 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     // tuned's uninstall reads these first; read them before any change here too,
     // with every record: a damaged one stops the step before anything is undone.
     Retry::from_env()?;
-    step.os_release()?.family()?;
+    step.family()?;
     tuned::uninstall::read_record(&engine(step, ConfigMaps::default()))?;
     main_conf::read_record(&main_conf_store(step))?;
     let host_needs = host_steps::uninstall(step)?;

@@ -73,3 +73,18 @@ fn the_same_pair_on_ubuntu_and_a_pair_without_drop_ins_on_rhel_go_on() {
         assert!(!node.exists("/etc/default/grub.d"), "{keys:?}");
     }
 }
+
+#[test]
+fn a_drop_in_on_a_distribution_of_neither_family_is_refused_before_any_change() {
+    // The family is decided once per step (skyhook-core's Step::family): eks's drop-in
+    // is not left out there (the node is not RHEL-like), and the refusal of drop-ins
+    // off the Debian family names the distribution it cannot place.
+    let node = rhel(fixtures::OPENSUSE, false, Some("2.24.1"));
+    node.configmap("accelerator", "h100").configmap("service", "eks");
+    let before = node.snapshot();
+    node.run("config")
+        .expect_code(1)
+        .expect_output("unsupported distribution: ID=\"opensuse-leap\"");
+    before.assert_same(&node.snapshot());
+    assert!(calls_of(&node, "tuned-adm").is_empty(), "{:?}", node.calls());
+}

@@ -31,7 +31,7 @@ pub fn config_with(step: &Step, files: &BTreeMap<PathBuf, Vec<u8>>) -> Result<Ou
     let host = &step.host;
     let (mut request, mut problems) = Request::read(&step.configmaps)?;
     request.files = files.clone();
-    let tuned = match TunedLayout::detect(host) {
+    let tuned = match TunedLayout::detect(step) {
         Ok(t) => t,
         Err(_) if !problems.is_empty() => return Err(Error::Input(problems)),
         Err(e) => return Err(e),

@@ -169,8 +169,7 @@ pub fn take_back(step: &Step, profile_had_options: bool) -> Result<()> {
     if !removed && !profile_had_options {
         return Ok(());
     }
-    let family = step.os_release()?.family()?;
-    match BootConfig::detect(host, family) {
+    match BootConfig::detect(host, step.family()?) {
         Ok(boot) => boot.regenerate(host),
         Err(e) => {
             log::warn!("the boot configuration was not regenerated after tuned's bootloader options: {e}");

@@ -61,7 +61,7 @@ pub fn config_check_with(step: &Step, verify: Verify, files: &BTreeMap<PathBuf, 
     let mut request = Request::parse(&step.configmaps)?;
     request.files = files.clone();
     let mut c = Checklist::new();
-    let tuned = match Tuned::detect(host) {
+    let tuned = match Tuned::detect(step) {
         Ok(t) => t,
         Err(Error::Action(why)) => {
             c.fail(why);

@@ -22,7 +22,7 @@ use std::path::{Path, PathBuf};
 
 use skyhook_core::host::command::Cmd;
 use skyhook_core::os::pkgmgr::{PackageManager, Retry};
-use skyhook_core::{Error, Host, Result};
+use skyhook_core::{Error, Host, Result, Step};
 
 use crate::conf;
 
@@ -92,11 +92,13 @@ impl Tuned {
             .join(", ")
     }
 
-    /// Asks the node: `tuned --version`, falling back to the package manager's record.
-    pub fn detect(host: &Host) -> Result<Self> {
+    /// Asks the node: `tuned --version`, falling back to the package manager's record
+    /// (none on a distribution of neither family).
+    pub fn detect(step: &Step) -> Result<Self> {
+        let host = &step.host;
         let (text, version) = match version_from_binary(host) {
             Ok(found) => found,
-            Err(why) => version_from_package(host).ok_or_else(|| {
+            Err(why) => version_from_package(step).ok_or_else(|| {
                 Error::action(format!(
                     "cannot tell which tuned this node runs ({why}); tuned must be installed before config: \
                      check that this package's apply (or upgrade) step succeeded on this node"
@@ -227,9 +229,8 @@ fn version_from_binary(host: &Host) -> std::result::Result<(String, TunedVersion
     }
 }
 
-fn version_from_package(host: &Host) -> Option<(String, TunedVersion)> {
-    let family = skyhook_core::os::distro::OsRelease::read(host).ok()?.family().ok()?;
-    let pm = PackageManager::detect(host, family, Retry::default()).ok()?;
+fn version_from_package(step: &Step) -> Option<(String, TunedVersion)> {
+    let pm = PackageManager::detect(&step.host, step.family().ok()?, Retry::default()).ok()?;
     let text = pm.installed_version("tuned").ok()??;
     let version = TunedVersion::parse(&text)?;
     log::warn!("`tuned --version` did not answer; using the installed package's version {text}");

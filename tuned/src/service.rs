@@ -11,6 +11,5 @@ pub const TUNED: &str = "tuned";
 /// The node's package manager, its retries from the environment.
 pub(crate) fn package_manager(step: &Step) -> Result<PackageManager<'_>> {
     let retry = Retry::from_env()?;
-    let family = step.os_release()?.family()?;
-    PackageManager::detect(&step.host, family, retry)
+    PackageManager::detect(&step.host, step.family()?, retry)
 }

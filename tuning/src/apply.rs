@@ -51,7 +51,7 @@ pub fn config(step: &Step, paths: &Paths) -> Result<Outcome> {
     }
 
     let files = desired.files(paths);
-    let plan = Plan::compute(host, paths, &desired, &files, &live, &state)?;
+    let plan = Plan::compute(step, paths, &desired, &files, &live, &state)?;
     let me = paths.entry();
     let ledger_store = shared::store(host);
     let mut ledger: shared::Ledger = ledger_store.load()?;

@@ -61,7 +61,7 @@ pub fn config_check(step: &Step, paths: &Paths) -> Result<Outcome> {
             }
         }
     }
-    check_boot_config(host, paths, &desired, &state, &mut c)?;
+    check_boot_config(step, paths, &desired, &state, &mut c)?;
     if let Some(m) = &desired.modprobe {
         check_modprobe_overrides(host, paths, m, &mut c)?;
         modules::note_kept_out(host, m, &mut c)?;
@@ -198,7 +198,8 @@ fn check_modprobe_overrides(host: &Host, paths: &Paths, conf: &ModprobeConf, c: 
     Ok(())
 }
 
-fn check_boot_config(host: &Host, paths: &Paths, desired: &Desired, state: &State, c: &mut Checklist) -> Result<()> {
+fn check_boot_config(step: &Step, paths: &Paths, desired: &Desired, state: &State, c: &mut Checklist) -> Result<()> {
+    let host = &step.host;
     if desired.grub.is_empty() {
         c.expect(state.grub.is_empty(), || {
             format!(
@@ -208,7 +209,7 @@ fn check_boot_config(host: &Host, paths: &Paths, desired: &Desired, state: &Stat
         });
         return Ok(());
     }
-    let boot = match grub::boot_config(host) {
+    let boot = match grub::boot_config(step) {
         Ok(b) => b,
         Err(e) => {
             c.fail(format!("{}: {e}", grub::KEY));

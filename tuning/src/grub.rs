@@ -7,7 +7,7 @@
 use skyhook_core::boot::hugepages::not_a_size;
 use skyhook_core::boot::{BootConfig, OwnArgs, check_arg};
 use skyhook_core::error::bad_line;
-use skyhook_core::{Host, Result};
+use skyhook_core::{Result, Step};
 
 use crate::state::State;
 
@@ -38,10 +38,10 @@ pub fn parse(text: &str) -> std::result::Result<Vec<String>, Vec<String>> {
     if problems.is_empty() { Ok(args) } else { Err(problems) }
 }
 
-/// The host's boot configuration (a host without GRUB is a clear error).
-pub fn boot_config(host: &Host) -> Result<BootConfig> {
-    let family = skyhook_core::os::distro::OsRelease::read(host)?.family()?;
-    BootConfig::detect(host, family)
+/// The step's boot configuration, by the family the step decided (a host without
+/// GRUB, or of neither family, is a clear error).
+pub fn boot_config(step: &Step) -> Result<BootConfig> {
+    BootConfig::detect(&step.host, step.family()?)
 }
 
 /// Puts `wanted` on the boot configuration as `own` says, `save` storing the state

@@ -114,7 +114,7 @@ pub fn run_preset(step: &Step, kind: &'static str, input: ConfigMaps, preset: &P
         .find(|(m, _)| *m == mode)
         .map(|(_, h)| *h)
         .ok_or_else(|| Error::Mode(format!("the tuning engine has no mode {mode}")))?;
-    let step = Step::new(kind, step.ctx.clone(), step.host.clone(), input);
+    let step = step.derived(kind, input);
     let paths = Paths {
         modprobe_preset: preset.modprobe.clone(),
         ..Paths::for_step(&step)

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet, HashSet};
 use std::path::{Path, PathBuf};
 
 use skyhook_core::boot::{BootConfig, OwnArgs};
-use skyhook_core::{Host, Result};
+use skyhook_core::{Host, Result, Step};
 
 use crate::files;
 use crate::grub;
@@ -78,13 +78,14 @@ impl<'a> Plan<'a> {
     /// from it), given what `state` records. Fails, before any change, on a host
     /// without GRUB when the kernel arguments are concerned.
     pub fn compute(
-        host: &Host,
+        step: &Step,
         paths: &Paths,
         desired: &Desired,
         files: &'a BTreeMap<PathBuf, WantedFile>,
         live: &'a [Live],
         state: &State,
     ) -> Result<Self> {
+        let host = &step.host;
         let mut writes = Vec::new();
         for (path, file) in files {
             if !host.has_content(path, file.content.as_bytes(), 0o644)? {
@@ -106,7 +107,7 @@ impl<'a> Plan<'a> {
                 .map(|w| &w.file.kind)
                 .chain(removes.iter().map(|m| &m.kind)),
         );
-        let boot = plan_boot(host, paths, desired, state, legacy_grub)?;
+        let boot = plan_boot(step, paths, desired, state, legacy_grub)?;
         Ok(Plan {
             writes,
             removes,
@@ -175,12 +176,13 @@ fn restores(state: &State, live: &[Live]) -> BTreeMap<String, LiveChange> {
 /// the state records some, the drop-in exists, a bash package's drop-in goes, or
 /// a regeneration is pending.
 fn plan_boot(
-    host: &Host,
+    step: &Step,
     paths: &Paths,
     desired: &Desired,
     state: &State,
     legacy_grub: bool,
 ) -> Result<Option<BootPlan>> {
+    let host = &step.host;
     let drop_in = paths.grub();
     let concerned = !desired.grub.is_empty()
         || !state.grub.is_empty()
@@ -191,7 +193,7 @@ fn plan_boot(
         return Ok(None);
     }
     let mut boot = BootPlan {
-        config: grub::boot_config(host)?,
+        config: grub::boot_config(step)?,
         drop_in,
         header: paths.header(grub::KEY),
         change: false,

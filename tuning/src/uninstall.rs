@@ -36,7 +36,7 @@ pub fn uninstall(step: &Step, paths: &Paths) -> Result<Outcome> {
         || state.pending.boot_config
         || files.iter().any(|m| m.kind == FileKind::Grub);
     let boot = if needs_boot {
-        Some(grub::boot_config(host)?)
+        Some(grub::boot_config(step)?)
     } else {
         None
     };

@@ -60,12 +60,18 @@
 //! - [`UPDATE_GRUB`]: Debian's update-grub (`grub-mkconfig -o /boot/grub/grub.cfg`,
 //!   GRUB 2.06/2.12 with Debian's patches; read for this model): sources
 //!   `/etc/default/grub`, then each `/etc/default/grub.d/*.cfg` in name order (Debian's
-//!   patch), and writes one `linux` line with `GRUB_CMDLINE_LINUX` then
-//!   `GRUB_CMDLINE_LINUX_DEFAULT` as they stand after the last file; with tuned's
-//!   `/etc/grub.d/00_tuned` installed, that script's section setting `tuned_params` from
+//!   patch), and writes the default entry's `linux` line with `GRUB_CMDLINE_LINUX` then
+//!   `GRUB_CMDLINE_LINUX_DEFAULT` as they stand after the last file, then (unless
+//!   `GRUB_DISABLE_RECOVERY=true`) the recovery entry's, in the "Advanced options"
+//!   submenu, with Ubuntu's recovery arguments (`recovery nomodeset dis_ucode_ldr`:
+//!   Ubuntu's `mkconfig-ubuntu-recovery` and `ubuntu-recovery-dis_ucode_ldr` patches,
+//!   x86) then `GRUB_CMDLINE_LINUX` alone; with tuned's `/etc/grub.d/00_tuned`
+//!   installed, that script's section setting `tuned_params` from
 //!   `/etc/tuned/bootcmdline` first. Absolute `/etc/` paths the sourced files read are
 //!   read under the scratch root. Does not model: other `/etc/grub.d` scripts, several
-//!   kernels, the recovery entry, `GRUB_DISABLE_*`.
+//!   kernels, the submenu's second entry of the default kernel (its arguments are the
+//!   default entry's), the other `GRUB_DISABLE_*`. The one update-grub of every
+//!   package's tests.
 //! - kdumpctl and the kernel-install hook: [`crate::kdumpctl`].
 //! - [`killed_once`]: a stand-in that kills the step calling it the first time.
 
@@ -177,13 +183,15 @@ printf "menuentry 'Rocky Linux' {\n\tlinux /vmlinuz-5.14.0-427.el9.x86_64 root=/
 pub const UPDATE_GRUB: &str = r#"R="$SKYHOOK_HOST_ROOT"; out="$R/boot/grub/grub.cfg"
 [ $# -eq 0 ] || { echo "unexpected: update-grub $*" >&2; exit 1; }
 under_root() { sed "s#\([[:space:]\"'=]\)/etc/#\1$R/etc/#g" "$1"; }
-args=$(
-  GRUB_CMDLINE_LINUX=""; GRUB_CMDLINE_LINUX_DEFAULT=""
+lines=$(
+  GRUB_CMDLINE_LINUX=""; GRUB_CMDLINE_LINUX_DEFAULT=""; GRUB_DISABLE_RECOVERY=""
   for f in "$R/etc/default/grub" "$R"/etc/default/grub.d/*.cfg; do
     [ -f "$f" ] && eval "$(under_root "$f")"
   done
   echo "$GRUB_CMDLINE_LINUX $GRUB_CMDLINE_LINUX_DEFAULT"
+  [ "$GRUB_DISABLE_RECOVERY" = true ] || echo "recovery nomodeset dis_ucode_ldr $GRUB_CMDLINE_LINUX"
 ) || exit 1
+args=$(printf '%s\n' "$lines" | sed -n 1p); recovery=$(printf '%s\n' "$lines" | sed -n 2p)
 mkdir -p "$R/boot/grub"
 {
   echo '### BEGIN /etc/grub.d/00_header ###'; echo 'set timeout=5'; echo '### END /etc/grub.d/00_header ###'
@@ -195,6 +203,13 @@ mkdir -p "$R/boot/grub"
   echo "menuentry 'Ubuntu' {"
   printf '\tlinux\t/boot/vmlinuz-6.8.0-31-generic root=UUID=0b1c ro %s\n' "$args"
   echo '}'
+  if [ -n "$recovery" ]; then
+    echo "submenu 'Advanced options for Ubuntu' {"
+    echo "	menuentry 'Ubuntu, with Linux 6.8.0-31-generic (recovery mode)' {"
+    printf '\t\tlinux\t/boot/vmlinuz-6.8.0-31-generic root=UUID=0b1c ro %s\n' "$recovery"
+    echo '	}'
+    echo '}'
+  fi
   echo '### END /etc/grub.d/10_linux ###'
 } > "$out.new" && mv "$out.new" "$out"
 echo 'Generating grub configuration file ...' >&2; echo done >&2"#;

@@ -4,7 +4,8 @@
 
 use skyhook_testkit::Node;
 use skyhook_testkit::boot_tools::{
-    EFI_STUB, GRUB2_MKCONFIG_BLS, GRUB2_MKCONFIG_FEDORA, GRUBBY, GRUBBY_C, add_kernel_entry, bls_entry, bls_options,
+    EFI_STUB, GRUB2_MKCONFIG_BLS, GRUB2_MKCONFIG_FEDORA, GRUBBY, GRUBBY_C, UPDATE_GRUB, add_kernel_entry, bls_entry,
+    bls_options,
 };
 
 const A: &str = "/boot/loader/entries/m-5.14.0-427.el9.x86_64.conf";
@@ -377,4 +378,46 @@ fn mkconfig_leaves_the_entries_of_an_ostree_host_alone() {
     n.run_stand_in("grub2-mkconfig", &["-o", "/boot/grub2/grub.cfg"])
         .expect_code(0);
     assert_eq!(bls_options(&n, A), "root=/dev/x ro  custom");
+}
+
+/// The `linux` lines of the generated `/boot/grub/grub.cfg`, arguments after `ro`.
+fn update_grub_lines(n: &Node) -> Vec<String> {
+    n.run_stand_in("update-grub", &[]).expect_code(0);
+    n.read("/boot/grub/grub.cfg")
+        .unwrap()
+        .lines()
+        .filter(|l| l.trim_start().starts_with("linux"))
+        .map(|l| l.split_once(" ro ").unwrap().1.trim().to_string())
+        .collect()
+}
+
+#[test]
+fn update_grub_sources_the_drop_ins_in_order_and_writes_the_default_and_recovery_entries() {
+    let n = Node::new("/bin/true");
+    n.stand_in("update-grub", UPDATE_GRUB)
+        .file(
+            "/etc/default/grub",
+            "GRUB_CMDLINE_LINUX_DEFAULT=\"quiet splash\"\nGRUB_CMDLINE_LINUX=\"console=ttyS0\"\n",
+        )
+        .file(
+            "/etc/default/grub.d/50-a.cfg",
+            "GRUB_CMDLINE_LINUX_DEFAULT=\"$GRUB_CMDLINE_LINUX_DEFAULT hugepages=4\"\n",
+        )
+        .file(
+            "/etc/default/grub.d/60-b.cfg",
+            "GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX iommu=pt\"\n",
+        );
+    assert_eq!(
+        update_grub_lines(&n),
+        [
+            "console=ttyS0 iommu=pt quiet splash hugepages=4",
+            "recovery nomodeset dis_ucode_ldr console=ttyS0 iommu=pt",
+        ]
+    );
+    n.file("/etc/default/grub.d/70-c.cfg", "GRUB_DISABLE_RECOVERY=\"true\"\n");
+    assert_eq!(
+        update_grub_lines(&n),
+        ["console=ttyS0 iommu=pt quiet splash hugepages=4"]
+    );
+    n.run_stand_in("update-grub", &["-o", "/x"]).expect_code(1);
 }

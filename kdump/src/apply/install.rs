@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use skyhook_core::boot::BootConfig;
 use skyhook_core::boot::grubby::Originals;
 use skyhook_core::host::systemd::Systemd;
-use skyhook_core::os::distro::Family;
 use skyhook_core::os::pkgmgr::{PackageManager, Retry};
 use skyhook_core::records::receipt::InstallReceipt;
 use skyhook_core::{Outcome, Result, Step};
@@ -27,7 +26,7 @@ pub const KDUMP_UTILS: &str = "kdump-utils";
 /// offer it, kdump-utils with it.
 fn packages_to_install<'a>(pm: &PackageManager, platform: &Platform, package: &'a str) -> Result<Vec<&'a str>> {
     let mut packages = vec![package];
-    if platform.family == Family::Rhel && pm.is_available(KDUMP_UTILS)? {
+    if platform.has_kdumpctl() && pm.is_available(KDUMP_UTILS)? {
         log::info!(
             "the repositories offer {KDUMP_UTILS} (it provides kdump.service on RHEL 10 and Fedora 41+): installing it with {package}"
         );
@@ -39,9 +38,7 @@ fn packages_to_install<'a>(pm: &PackageManager, platform: &Platform, package: &'
 /// The `crashkernel=` arguments of every boot entry, on grubby hosts (RHEL-like:
 /// where kdumpctl resets them); `None` elsewhere.
 fn entries_crashkernel(step: &Step, platform: &Platform) -> Result<Option<BTreeMap<String, Vec<String>>>> {
-    if platform.family != Family::Rhel
-        || !matches!(BootConfig::detect(&step.host, platform.family), Ok(BootConfig::Grubby))
-    {
+    if !platform.has_kdumpctl() || !matches!(BootConfig::detect(&step.host, platform.family), Ok(BootConfig::Grubby)) {
         return Ok(None);
     }
     Ok(Some(Originals::capture(&step.host, &[KEY])?.kernels))

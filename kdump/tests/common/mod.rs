@@ -11,6 +11,8 @@
 use std::path::Path;
 
 use skyhook_core::os::distro::fixtures;
+/// The test kit's update-grub, the one every package's tests use.
+pub use skyhook_testkit::boot_tools::UPDATE_GRUB;
 pub use skyhook_testkit::boot_tools::bls_options;
 use skyhook_testkit::boot_tools::{GRUB2_MKCONFIG, GRUBBY};
 pub use skyhook_testkit::kdumpctl::Kdumpctl;
@@ -206,22 +208,6 @@ fi
     }
 }
 
-/// update-grub: sources the GRUB defaults and drop-ins as grub-mkconfig does, writes
-/// a normal and a recovery entry.
-pub const UPDATE_GRUB: &str = r#"R="$SKYHOOK_HOST_ROOT"
-GRUB_CMDLINE_LINUX=""; GRUB_CMDLINE_LINUX_DEFAULT=""
-[ -f "$R/etc/default/grub" ] && . "$R/etc/default/grub"
-for f in "$R"/etc/default/grub.d/*.cfg; do [ -f "$f" ] && . "$f"; done
-mkdir -p "$R/boot/grub"
-{
-  echo "menuentry 'Linux' {"
-  echo "	linux	/boot/vmlinuz-6.8.0-45-generic root=UUID=0a1b ro $GRUB_CMDLINE_LINUX $GRUB_CMDLINE_LINUX_DEFAULT"
-  echo "}"
-  echo "menuentry 'Linux (recovery mode)' {"
-  echo "	linux	/boot/vmlinuz-6.8.0-45-generic root=UUID=0a1b ro recovery nomodeset $GRUB_CMDLINE_LINUX"
-  echo "}"
-} > "$R/boot/grub/grub.cfg""#;
-
 /// Runs a stand-in script directly (no call logged), e.g. to generate the pristine grub.cfg.
 fn run_stand_in(node: &Node, program: &str, args: &[&str]) {
     node.run_stand_in(program, args).expect_code(0);
@@ -254,7 +240,7 @@ pub fn node(distro: Distro) -> Node {
         run_stand_in(&node, "update-grub", &[]);
         node.file(
             "/proc/cmdline",
-            "BOOT_IMAGE=/boot/vmlinuz-6.8.0-45-generic root=UUID=0a1b ro quiet splash\n",
+            "BOOT_IMAGE=/boot/vmlinuz-6.8.0-31-generic root=UUID=0b1c ro quiet splash\n",
         );
     } else {
         node.file(

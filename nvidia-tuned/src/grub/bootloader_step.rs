@@ -51,10 +51,11 @@ pub fn leave_out_on_rhel_like(step: &Step, rendered: &mut Rendered) -> Result<()
     if !rendered.files.iter().any(|(f, _)| is_service_drop_in(f)) {
         return Ok(());
     }
-    let os = step.os_release()?;
-    if !matches!(os.family(), Ok(Family::Rhel)) {
-        return Ok(());
+    match step.family_if_known()? {
+        Some(Family::Rhel) => {}
+        Some(Family::Debian) | None => return Ok(()),
     }
+    let os = step.os_release()?;
     rendered.files.retain(|(f, _)| {
         if !is_service_drop_in(f) {
             return true;
@@ -91,11 +92,11 @@ pub fn decide_with(
         return Ok(());
     }
     let os = step.os_release()?;
-    match os.family() {
-        Ok(Family::Debian) => {}
-        found => {
+    match step.family_if_known()? {
+        Some(Family::Debian) => {}
+        found @ (Some(Family::Rhel) | None) => {
             let family = found.map_or_else(
-                |_| "of a family this package does not know".to_string(),
+                || "of a family this package does not know".to_string(),
                 |f| format!("{f}"),
             );
             return Err(Error::action(format!(

@@ -56,7 +56,7 @@ impl Regeneration {
     /// that needs GRUB regenerated and has no GRUB tool is refused (exit 1).
     pub fn read(step: &Step, desired: &Desired, catalog: &Catalog, detect: bool) -> Result<Self> {
         let host = &step.host;
-        let debian = step.os_release()?.family().ok() == Some(Family::Debian);
+        let debian = debian_family(step)?;
         let wanted: BTreeMap<PathBuf, Vec<u8>> = desired
             .rendered
             .files
@@ -204,7 +204,7 @@ impl Regeneration {
 /// has the chain's kernel arguments), so that [`uninstall_finish`] does not twice.
 pub fn uninstall_prepare(step: &Step, catalog: &Catalog) -> Result<bool> {
     let host = &step.host;
-    if step.os_release()?.family().ok() != Some(Family::Debian) {
+    if !debian_family(step)? {
         return Ok(false);
     }
     let deployed = deployed_drop_ins(step)?;
@@ -234,7 +234,7 @@ pub fn uninstall_prepare(step: &Step, catalog: &Catalog) -> Result<bool> {
 pub fn uninstall_finish(step: &Step, tuned_regenerated: bool) -> Result<()> {
     let host = &step.host;
     let mut ledger = Ledger::load(host, step.ctx.package_name())?;
-    let debian = step.os_release()?.family().ok() == Some(Family::Debian);
+    let debian = debian_family(step)?;
     if ledger.changes.regenerate && debian {
         if !tuned_regenerated {
             BootConfig::detect(host, Family::Debian)?.regenerate(host)?;
@@ -244,6 +244,16 @@ pub fn uninstall_finish(step: &Step, tuned_regenerated: bool) -> Result<()> {
         return ledger.regenerated();
     }
     ledger.set_grub(None)
+}
+
+/// Whether the step's node is of the Debian family, the one whose GRUB reads the
+/// drop-ins and is regenerated here; a node of neither family is not (nothing here
+/// regenerates its GRUB), a node without os-release is an error.
+fn debian_family(step: &Step) -> Result<bool> {
+    Ok(match step.family_if_known()? {
+        Some(Family::Debian) => true,
+        Some(Family::Rhel) | None => false,
+    })
 }
 
 /// The services' GRUB drop-ins an earlier config deployed (tuned's record).

@@ -119,15 +119,19 @@ impl Plan {
         if !touches && ledger.changes.kernel_args.is_empty() {
             return Ok(());
         }
-        if step.os_release()?.family()? == Family::Rhel {
-            let boot = boot_config(step)?;
-            let wanted = boot_args::wanted(&ledger, self.pcie_acs(), self.iommu_wanted)?;
-            if !wanted.is_empty() && !boot_args::is_current(&ledger, &boot, &wanted)? {
-                boot_args::refuse_conflicts(&step.host, &boot, &wanted)?;
+        match step.family()? {
+            Family::Rhel => {
+                let boot = boot_config(step)?;
+                let wanted = boot_args::wanted(&ledger, self.pcie_acs(), self.iommu_wanted)?;
+                if !wanted.is_empty() && !boot_args::is_current(&ledger, &boot, &wanted)? {
+                    boot_args::refuse_conflicts(&step.host, &boot, &wanted)?;
+                }
+                self.kernel_args = Some((boot, wanted));
             }
-            self.kernel_args = Some((boot, wanted));
-        } else if touches {
-            boot_config(step)?;
+            Family::Debian if touches => {
+                boot_config(step)?;
+            }
+            Family::Debian => {}
         }
         Ok(())
     }
@@ -157,7 +161,7 @@ impl Plan {
 
 /// The node's boot configuration (a host without GRUB is refused, naming the tools).
 fn boot_config(step: &Step) -> Result<BootConfig> {
-    BootConfig::detect(&step.host, step.os_release()?.family()?)
+    BootConfig::detect(&step.host, step.family()?)
 }
 
 /// Regenerates the boot configuration when the record owes it.
@@ -219,7 +223,13 @@ pub fn check(step: &Step, plan: &Plan, booted: bool) -> Result<Vec<String>> {
     }
     let record = &ledger.changes.kernel_args;
     let relevant = plan.pcie_acs() || plan.iommu_wanted || !record.is_empty();
-    let rhel = relevant && matches!(step.os_release().and_then(|o| o.family()), Ok(Family::Rhel));
+    // A node whose family cannot be told (no os-release, neither family) is checked
+    // as the Debian family is, by its drop-ins: a check reports, it does not refuse.
+    let rhel = relevant
+        && match step.family() {
+            Ok(Family::Rhel) => true,
+            Ok(Family::Debian) | Err(_) => false,
+        };
     if rhel {
         if plan.pcie_acs() && host.which(pcie_acs::TOOL).is_none() {
             unmet.push(format!(

@@ -64,10 +64,6 @@ case \"$1\" in
   *) echo \"unexpected rdma_topo $*\" >&2; exit 2 ;;
 esac";
 
-/// update-grub: the generated configuration is the drop-ins' text, in order.
-pub const UPDATE_GRUB_SH: &str = "R=\"$SKYHOOK_HOST_ROOT\"; mkdir -p \"$R/boot/grub\"
-cat \"$R\"/etc/default/grub.d/*.cfg > \"$R/boot/grub/grub.cfg\" 2>/dev/null; exit 0";
-
 /// An Ubuntu 22.04 GB300 node on OCI (kernel 6.8, older than the IOMMU fix) with tuned
 /// running, rdma_topo and GRUB, a foreign GRUB drop-in, configMap `keys`.
 pub fn oci_node(keys: &[(&str, &str)]) -> Node {
@@ -96,7 +92,7 @@ pub fn fresh_gb300_oci() -> Node {
 pub fn on_oci(node: Node, keys: &[(&str, &str)]) -> Node {
     node.stand_in("systemctl", &systemctl_sh())
         .stand_in("rdma_topo", RDMA_TOPO_SH)
-        .stand_in("update-grub", UPDATE_GRUB_SH)
+        .stand_in("update-grub", skyhook_testkit::boot_tools::UPDATE_GRUB)
         .stand_in("ip", "exit 0")
         .stand_in("udevadm", "exit 0")
         .stand_in("mlxconfig", MLXCONFIG_SH)

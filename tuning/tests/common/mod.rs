@@ -10,6 +10,8 @@ use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::time::SystemTime;
 
+/// The test kit's update-grub, the one every package's tests use.
+pub use skyhook_testkit::boot_tools::UPDATE_GRUB;
 pub use skyhook_testkit::{Node, Run};
 
 pub mod bash;
@@ -41,17 +43,6 @@ pub const CLOUDIMG: &str = "GRUB_CMDLINE_LINUX_DEFAULT=\"console=tty1 console=tt
 pub const COMMON_SESSION: &str = "# here are the per-package modules (the \"Primary\" block)\n\
 session\t[default=1]\t\t\tpam_permit.so\nsession\trequisite\t\t\tpam_deny.so\nsession\trequired\t\t\tpam_permit.so\n\
 session optional\t\t\tpam_umask.so\nsession\trequired\tpam_unix.so \nsession\toptional\tpam_systemd.so \n";
-
-/// The `update-grub` stand-in: regenerates grub.cfg from the defaults and drop-ins.
-pub const UPDATE_GRUB: &str = r#"R="$SKYHOOK_HOST_ROOT"
-GRUB_CMDLINE_LINUX=""
-GRUB_CMDLINE_LINUX_DEFAULT=""
-. "$R/etc/default/grub"
-for f in "$R"/etc/default/grub.d/*.cfg; do [ -e "$f" ] && . "$f"; done
-mkdir -p "$R/boot/grub"
-printf 'menuentry "Ubuntu" {\n\tlinux\t/boot/vmlinuz root=UUID=1 ro %s %s\n}\n' "$GRUB_CMDLINE_LINUX" "$GRUB_CMDLINE_LINUX_DEFAULT" > "$R/boot/grub/grub.cfg"
-echo "Generating grub configuration file ..." >&2
-"#;
 
 /// The `systemctl` stand-in: `show … --property=MainPID --value <unit>` prints the
 /// unit's main PID (from `mainpid-<unit>` in the commands directory; `0`, as systemctl

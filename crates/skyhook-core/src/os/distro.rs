@@ -10,7 +10,13 @@ use crate::error::{Error, Result};
 use crate::host::Host;
 
 /// A family of distributions that share tools and file locations.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+///
+/// Decided once per step ([`crate::Step::family`], from the os-release the step read
+/// once). It deliberately implements neither `PartialEq` nor `Eq`: a package decides
+/// family-specific behaviour with an exhaustive `match`, so that adding a family is a
+/// compile error at every place that must choose for it, never a silent `==` that
+/// answers "not this one". Tests compare with `matches!` or the [`Family::name`].
+#[derive(Debug, Clone, Copy)]
 pub enum Family {
     /// Debian, Ubuntu and derivatives: apt-get, update-grub, `/etc/default/grub.d`.
     Debian,
@@ -18,12 +24,19 @@ pub enum Family {
     Rhel,
 }
 
-impl fmt::Display for Family {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        f.write_str(match self {
+impl Family {
+    /// The family's name for messages: `Debian-like`, `RHEL-like`.
+    pub fn name(self) -> &'static str {
+        match self {
             Family::Debian => "Debian-like",
             Family::Rhel => "RHEL-like",
-        })
+        }
+    }
+}
+
+impl fmt::Display for Family {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
     }
 }
 
@@ -148,20 +161,30 @@ impl OsRelease {
         self.get("VERSION_ID").unwrap_or("")
     }
 
-    /// The family: by `ID`, then by each `ID_LIKE` entry in order.
+    /// The family: by `ID`, then by each `ID_LIKE` entry in order; an unsupported
+    /// distribution is an error naming `ID`, `ID_LIKE` and the supported IDs. Packages
+    /// ask the step ([`crate::Step::family`]), which decides it once.
     pub fn family(&self) -> Result<Family> {
-        let id = self.id();
-        std::iter::once(id.clone())
+        self.known_family().ok_or_else(|| self.unsupported())
+    }
+
+    /// The family, `None` for a distribution of neither family: the one place the
+    /// family is told from os-release.
+    pub fn known_family(&self) -> Option<Family> {
+        std::iter::once(self.id())
             .chain(self.id_like())
             .find_map(|i| family_of(&i))
-            .ok_or_else(|| {
-                Error::action(format!(
-                    "unsupported distribution: ID={id:?}, ID_LIKE={:?} is neither Debian-like ({}) nor RHEL-like ({})",
-                    self.get("ID_LIKE").unwrap_or(""),
-                    DEBIAN_IDS.join(", "),
-                    RHEL_IDS.join(", ")
-                ))
-            })
+    }
+
+    /// The error for a distribution of neither family.
+    fn unsupported(&self) -> Error {
+        Error::action(format!(
+            "unsupported distribution: ID={:?}, ID_LIKE={:?} is neither Debian-like ({}) nor RHEL-like ({})",
+            self.id(),
+            self.get("ID_LIKE").unwrap_or(""),
+            DEBIAN_IDS.join(", "),
+            RHEL_IDS.join(", ")
+        ))
     }
 }
 
@@ -188,26 +211,10 @@ fn unquote(raw: &str) -> String {
 }
 
 /// Test fixtures: the os-release files of the distributions the packages support.
-pub mod fixtures {
-    /// Ubuntu 22.04 LTS.
-    pub const UBUNTU_2204: &str = "PRETTY_NAME=\"Ubuntu 22.04.4 LTS\"\nNAME=\"Ubuntu\"\nVERSION_ID=\"22.04\"\nVERSION=\"22.04.4 LTS (Jammy Jellyfish)\"\nVERSION_CODENAME=jammy\nID=ubuntu\nID_LIKE=debian\nHOME_URL=\"https://www.ubuntu.com/\"\nUBUNTU_CODENAME=jammy\n";
-    /// Ubuntu 24.04 LTS.
-    pub const UBUNTU_2404: &str = "PRETTY_NAME=\"Ubuntu 24.04.1 LTS\"\nNAME=\"Ubuntu\"\nVERSION_ID=\"24.04\"\nVERSION=\"24.04.1 LTS (Noble Numbat)\"\nVERSION_CODENAME=noble\nID=ubuntu\nID_LIKE=debian\nUBUNTU_CODENAME=noble\nLOGO=ubuntu-logo\n";
-    /// Debian 12.
-    pub const DEBIAN_12: &str = "PRETTY_NAME=\"Debian GNU/Linux 12 (bookworm)\"\nNAME=\"Debian GNU/Linux\"\nVERSION_ID=\"12\"\nVERSION=\"12 (bookworm)\"\nVERSION_CODENAME=bookworm\nID=debian\nHOME_URL=\"https://www.debian.org/\"\n";
-    /// Red Hat Enterprise Linux 9.
-    pub const RHEL_9: &str = "NAME=\"Red Hat Enterprise Linux\"\nVERSION=\"9.4 (Plow)\"\nID=\"rhel\"\nID_LIKE=\"fedora\"\nVERSION_ID=\"9.4\"\nPLATFORM_ID=\"platform:el9\"\nPRETTY_NAME=\"Red Hat Enterprise Linux 9.4 (Plow)\"\nANSI_COLOR=\"0;31\"\n";
-    /// Rocky Linux 9.
-    pub const ROCKY_9: &str = "NAME=\"Rocky Linux\"\nVERSION=\"9.3 (Blue Onyx)\"\nID=\"rocky\"\nID_LIKE=\"rhel centos fedora\"\nVERSION_ID=\"9.3\"\nPLATFORM_ID=\"platform:el9\"\nPRETTY_NAME=\"Rocky Linux 9.3 (Blue Onyx)\"\n";
-    /// Amazon Linux 2.
-    pub const AMAZON_LINUX_2: &str = "NAME=\"Amazon Linux\"\nVERSION=\"2\"\nID=\"amzn\"\nID_LIKE=\"centos rhel fedora\"\nVERSION_ID=\"2\"\nPRETTY_NAME=\"Amazon Linux 2\"\nANSI_COLOR=\"0;33\"\n";
-    /// Amazon Linux 2023.
-    pub const AMAZON_LINUX_2023: &str = "NAME=\"Amazon Linux\"\nVERSION=\"2023\"\nID=\"amzn\"\nID_LIKE=\"fedora\"\nVERSION_ID=\"2023\"\nPLATFORM_ID=\"platform:al2023\"\nPRETTY_NAME=\"Amazon Linux 2023.4.20240401\"\n";
-    /// Fedora 40.
-    pub const FEDORA_40: &str = "NAME=\"Fedora Linux\"\nVERSION=\"40 (Cloud Edition)\"\nID=fedora\nVERSION_ID=40\nPRETTY_NAME=\"Fedora Linux 40 (Cloud Edition)\"\n";
-    /// An unsupported distribution (openSUSE).
-    pub const OPENSUSE: &str = "NAME=\"openSUSE Leap\"\nVERSION=\"15.5\"\nID=\"opensuse-leap\"\nID_LIKE=\"suse opensuse\"\nVERSION_ID=\"15.5\"\n";
-}
+/// Test data, compiled only into this crate's own tests and into builds that enable
+/// the `fixtures` feature (skyhook-testkit does): never into a node binary.
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
 
 #[cfg(test)]
 mod tests {
@@ -228,14 +235,14 @@ mod tests {
         ] {
             let os = OsRelease::parse(text);
             assert_eq!((os.id().as_str(), os.version_id()), (id, version));
-            assert_eq!(os.family().unwrap(), family, "{id}");
+            assert_eq!(os.family().unwrap().name(), family.name(), "{id}");
         }
     }
 
     #[test]
     fn falls_back_to_id_like() {
         let os = OsRelease::parse("ID=mycorp\nID_LIKE=\"ubuntu debian\"\n");
-        assert_eq!(os.family().unwrap(), Family::Debian);
+        assert!(matches!(os.family(), Ok(Family::Debian)));
     }
 
     #[test]
@@ -264,7 +271,7 @@ mod tests {
         let h = Host::new(d.path(), crate::host::command::RecordingRunner::succeeding());
         assert!(OsRelease::read(&h).unwrap_err().to_string().contains("/etc/os-release"));
         h.write("/usr/lib/os-release", DEBIAN_12.as_bytes(), 0o644).unwrap();
-        assert_eq!(OsRelease::read(&h).unwrap().family().unwrap(), Family::Debian);
+        assert!(matches!(OsRelease::read(&h).unwrap().family(), Ok(Family::Debian)));
     }
 
     #[test]

@@ -12,11 +12,12 @@
 
 use std::ffi::OsString;
 use std::io::Write;
+use std::sync::OnceLock;
 use std::time::Instant;
 
 use crate::error::{Error, MAX_MESSAGE_BYTES, Result, bounded_list, excerpt, truncate};
 use crate::host::Host;
-use crate::os::distro::OsRelease;
+use crate::os::distro::{Family, OsRelease};
 use crate::records::state::StateStore;
 use crate::runtime::configmap::ConfigMaps;
 use crate::runtime::context::Context;
@@ -67,6 +68,9 @@ pub struct Step {
     pub host: Host,
     /// The configMap, read once.
     pub configmaps: ConfigMaps,
+    /// The host's os-release, read at the first question and kept for the step: the
+    /// distribution and its family are decided once ([`Step::family`]).
+    os: OnceLock<OsRelease>,
 }
 
 impl Step {
@@ -77,6 +81,21 @@ impl Step {
             ctx,
             host,
             configmaps,
+            os: OnceLock::new(),
+        }
+    }
+
+    /// A step of package `kind` on this step's context and host with `configmaps`: a
+    /// package that drives another's engine in process (nvidia-tuned on tuned's,
+    /// nvidia-tuning-gke and copy-fail on tuning's). The distribution this step has
+    /// read goes with it, so the family stays decided once.
+    pub fn derived(&self, kind: &'static str, configmaps: ConfigMaps) -> Self {
+        Step {
+            kind,
+            ctx: self.ctx.clone(),
+            host: self.host.clone(),
+            configmaps,
+            os: self.os.clone(),
         }
     }
 
@@ -95,9 +114,28 @@ impl Step {
         StateStore::new(&self.host, self.kind, self.ctx.package_name())
     }
 
-    /// The host's os-release.
-    pub fn os_release(&self) -> Result<OsRelease> {
-        OsRelease::read(&self.host)
+    /// The host's os-release, read once per step (a host with neither
+    /// `/etc/os-release` nor `/usr/lib/os-release` is an error, asked again each time).
+    pub fn os_release(&self) -> Result<&OsRelease> {
+        if let Some(os) = self.os.get() {
+            return Ok(os);
+        }
+        let os = OsRelease::read(&self.host)?;
+        Ok(self.os.get_or_init(|| os))
+    }
+
+    /// The host's distribution family, the one answer every package matches
+    /// exhaustively: an unreadable os-release or a distribution of neither family is
+    /// an error naming what was found ([`OsRelease::family`]).
+    pub fn family(&self) -> Result<Family> {
+        self.os_release()?.family()
+    }
+
+    /// The family, `None` for a distribution of neither family, for the decisions
+    /// that treat such a host as "of no family this package acts on" rather than
+    /// refusing it; an unreadable os-release is still an error.
+    pub fn family_if_known(&self) -> Result<Option<Family>> {
+        Ok(self.os_release()?.known_family())
     }
 
     /// The node metadata the agent wrote into the copy dir (labels, annotations, the
@@ -402,6 +440,49 @@ mod tests {
 
     fn host() -> Host {
         Host::new("/nonexistent", RecordingRunner::succeeding())
+    }
+
+    #[test]
+    fn the_family_is_decided_once_per_step_and_travels_to_a_derived_step() {
+        use crate::os::distro::fixtures::{OPENSUSE, RHEL_9, UBUNTU_2404};
+        let d = tempfile::tempdir().unwrap();
+        let h = Host::new(d.path(), RecordingRunner::succeeding());
+        let ctx = Context::from_vars(Mode::Config, |name| match name {
+            "SKYHOOK_DIR" => Some("/var/skyhook/x".to_string()),
+            "SKYHOOK_RESOURCE_ID" => Some("r_demo_1.0.0".to_string()),
+            _ => None,
+        })
+        .unwrap();
+        let step = Step::new("demo", ctx, h.clone(), ConfigMaps::default());
+        let e = step.family().unwrap_err().to_string();
+        assert!(e.contains("/etc/os-release"), "{e}");
+        assert!(
+            step.family_if_known().is_err(),
+            "no os-release is an error, not an unknown family"
+        );
+
+        h.write("/etc/os-release", UBUNTU_2404.as_bytes(), 0o644).unwrap();
+        assert!(matches!(step.family(), Ok(Family::Debian)));
+        // Decided once: the step keeps its answer, a derived step inherits it.
+        h.write("/etc/os-release", RHEL_9.as_bytes(), 0o644).unwrap();
+        assert!(matches!(step.family_if_known(), Ok(Some(Family::Debian))));
+        let derived = step.derived("other", ConfigMaps::default());
+        assert_eq!(derived.kind(), "other");
+        assert!(matches!(derived.family(), Ok(Family::Debian)));
+        assert_eq!(step.os_release().unwrap().id(), "ubuntu");
+
+        // A fresh step reads the node again; a distribution of neither family is an
+        // error for `family` and `None` for `family_if_known`.
+        let ctx = step.ctx.clone();
+        assert!(matches!(
+            Step::new("demo", ctx.clone(), h.clone(), ConfigMaps::default()).family(),
+            Ok(Family::Rhel)
+        ));
+        h.write("/etc/os-release", OPENSUSE.as_bytes(), 0o644).unwrap();
+        let step = Step::new("demo", ctx, h, ConfigMaps::default());
+        assert!(matches!(step.family_if_known(), Ok(None)));
+        let e = step.family().unwrap_err().to_string();
+        assert!(e.starts_with("unsupported distribution: ID=\"opensuse-leap\""), "{e}");
     }
 
     #[test]
