@@ -24,6 +24,11 @@ const ACS: &str = "pci=config_acs=xx111x0@0009:01:00.0";
 /// config → config-check → rerun → reboot → post-interrupt-check → uninstall
 /// (without the configMap) → uninstall-check; `placed`: checks the node after config.
 fn whole_life(node: Node, placed: impl Fn(&Node)) {
+    whole_life_booting(node, reboot, placed)
+}
+
+/// [`whole_life`] with `boot` simulating the reboot.
+fn whole_life_booting(node: Node, boot: fn(&Node), placed: impl Fn(&Node)) {
     let boot_before = boot_files(&node);
     node.run("config").expect_code(0).expect_output("needs a reboot");
     placed(&node);
@@ -47,7 +52,7 @@ fn whole_life(node: Node, placed: impl Fn(&Node)) {
         "a rerun changes nothing: {:?}",
         node.calls()
     );
-    reboot(&node);
+    boot(&node);
     node.run("post-interrupt-check").expect_code(0);
     let booted = boot_files(&node);
     node.run("config").expect_code(0);
@@ -161,19 +166,97 @@ fn another_pci_option_grubby_would_replace_is_refused_before_any_change() {
     before.assert_same(&node.snapshot());
 }
 
-#[test]
-fn an_acs_value_naming_several_ports_is_refused_before_any_change() {
-    let node = rhel_oci(true);
+/// The ACS argument of a GB300 with two RoCE ports, as set on a RHEL-like host.
+const ACS_TWO: &str = "pci=\"config_acs=xx110x1@0009:02:00.0;xx101x1@0009:02:02.0\"";
+
+/// A node whose rdma_topo names two ports.
+fn two_ports(grubby: bool) -> Node {
+    let node = rhel_oci(grubby);
     std::fs::write(node.commands_dir().join("two-ports"), "").unwrap();
-    let before = node.snapshot();
-    node.run("config")
-        .expect_code(1)
-        .expect_output("xx110x1@0009:02:00.0;xx101x1@0009:02:02.0")
-        .expect_output("several ports")
-        .expect_output("CONFIGURE_PCIE_ACS=false");
-    before.assert_same(&node.snapshot());
-    let mut node = node;
-    node.env("CONFIGURE_PCIE_ACS", "false");
-    node.run("config").expect_code(0);
-    assert!(bls_options(&node, OL9_ENTRY).ends_with("iommu.passthrough=0"));
+    node
+}
+
+/// The reboot, booting the default entry: GRUB parses its `options` line and passes
+/// the arguments without their quotes.
+fn boot_default_entry(node: &Node) {
+    reboot(node);
+    let options = bls_options(node, OL9_ENTRY).replace('"', "");
+    node.file("/proc/cmdline", format!("BOOT_IMAGE=/vmlinuz {options}\n"));
+}
+
+/// `GRUB_CMDLINE_LINUX` as grub2-mkconfig gets it, sourcing `/etc/default/grub`.
+fn sourced_cmdline(node: &Node) -> String {
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(". \"$1\"; printf '%s' \"$GRUB_CMDLINE_LINUX\"")
+        .arg("sh")
+        .arg(node.path("/etc/default/grub"))
+        .output()
+        .unwrap();
+    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout).unwrap()
+}
+
+#[test]
+fn several_acs_ports_go_on_every_entry_double_quoted_with_grubby() {
+    whole_life_booting(two_ports(true), boot_default_entry, |node| {
+        for entry in [OL9_ENTRY, OL9_RESCUE] {
+            let options = bls_options(node, entry);
+            assert!(
+                options.ends_with(&format!("{ACS_TWO} iommu.passthrough=0")),
+                "{options}"
+            );
+        }
+        assert!(
+            node.read("/etc/kernel/cmdline")
+                .unwrap()
+                .contains(&format!("{ACS_TWO} iommu.passthrough=0")),
+            "kernels installed later too"
+        );
+        assert!(
+            sourced_cmdline(node).ends_with(&format!("{ACS_TWO} iommu.passthrough=0")),
+            "{}",
+            node.read("/etc/default/grub").unwrap()
+        );
+    });
+}
+
+#[test]
+fn several_acs_ports_go_on_the_grub_defaults_escaped_without_grubby() {
+    whole_life_booting(two_ports(false), boot_default_entry, |node| {
+        let grub = node.read("/etc/default/grub").unwrap();
+        assert!(
+            grub.contains("pci=\\\"config_acs=xx110x1@0009:02:00.0;xx101x1@0009:02:02.0\\\" iommu.passthrough=0\""),
+            "{grub}"
+        );
+        assert!(
+            sourced_cmdline(node).ends_with(&format!("{ACS_TWO} iommu.passthrough=0")),
+            "{grub}"
+        );
+        let options = bls_options(node, OL9_ENTRY);
+        assert!(options.contains(ACS_TWO), "{options}");
+    });
+}
+
+#[test]
+fn a_hostile_acs_value_is_refused_before_any_change_naming_it() {
+    for (value, named) in [
+        ("xx110x1@0009:02:00.0;\nxx101x1@0009:02:02.0", "xx110x1@0009:02:00.0;"),
+        ("xx110x1@0009:02:00.0;$(reboot)", "$(reboot)"),
+        ("xx110x1@0009:02:00.0;`reboot`", "`reboot`"),
+        ("xx110x1@0009:02:00.0\\\";xx101x1@0009:02:02.0", "xx110x1@0009:02:00.0"),
+        ("xx110x1@0009:02:00.0;xx101x1@0009:02:02.0 \\\"", "xx110x1@0009:02:00.0"),
+    ] {
+        for grubby in [true, false] {
+            let node = rhel_oci(grubby);
+            std::fs::write(node.commands_dir().join("acs-value"), value).unwrap();
+            let before = node.snapshot();
+            node.run("config")
+                .expect_code(1)
+                .expect_output(named)
+                .expect_output("Nothing was changed")
+                .expect_output("CONFIGURE_PCIE_ACS=false");
+            before.assert_same(&node.snapshot());
+        }
+    }
 }
