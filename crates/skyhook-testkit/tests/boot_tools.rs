@@ -68,6 +68,44 @@ fn bls_args_remove_every_argument_of_the_key_and_append_at_the_end() {
 }
 
 #[test]
+fn bls_a_double_quoted_value_is_written_as_given_and_unescaped_into_the_grub_defaults() {
+    let n = bls_node();
+    n.file(
+        A,
+        bls_entry("5.14.0-427.el9.x86_64", "root=/dev/x ro pci=realloc quiet"),
+    );
+    let acs = "pci=\"config_acs=1@0:1.0;1@0:2.0\"";
+    grubby(&n, &["--update-kernel=ALL", &format!("--args={acs}")]);
+    assert_eq!(
+        bls_options(&n, A),
+        format!("root=/dev/x ro quiet {acs}"),
+        "quotes kept, pci= replaced"
+    );
+    assert_eq!(bls_options(&n, RESCUE), format!("root=/dev/x ro rescue {acs}"));
+    assert_eq!(
+        n.read("/etc/kernel/cmdline").unwrap(),
+        format!("root=/dev/x ro rescue {acs}\n")
+    );
+    let grub = n.read("/etc/default/grub").unwrap();
+    assert!(
+        grub.contains(&format!("GRUB_CMDLINE_LINUX=\"crashkernel=auto rhgb {acs}\"\n")),
+        "unescaped, as grubby-bls writes it: {grub}"
+    );
+    let sourced = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(". \"$1\" 2>/dev/null; printf '%s' \"$GRUB_CMDLINE_LINUX\"")
+        .arg("sh")
+        .arg(n.path("/etc/default/grub"))
+        .output()
+        .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&sourced.stdout),
+        "crashkernel=auto rhgb pci=config_acs=1@0:1.0",
+        "sourcing it loses the quotes and the second port"
+    );
+}
+
+#[test]
 fn bls_remove_args_takes_one_exact_argument_or_every_one_of_a_bare_key() {
     let n = bls_node();
     n.file(A, bls_entry("5.14.0-427.el9.x86_64", "ro x=1 q x=2 x=1 q"));
