@@ -39,6 +39,7 @@ use skyhook_core::boot::cmdline::{check_arg, key_of, running_cmdline, unquoted};
 use skyhook_core::boot::defaults::{GRUB_DEFAULTS, assignment_args};
 use skyhook_core::boot::grubby::{self, Flavor};
 use skyhook_core::boot::{BootConfig, OwnArgs};
+use skyhook_core::error::excerpt;
 use skyhook_core::host::command::Cmd;
 use skyhook_core::{Error, Host, Interrupt, Result};
 
@@ -91,16 +92,6 @@ pub fn parse_dry_run(text: &str) -> Option<std::result::Result<String, String>> 
         .collect()))
 }
 
-/// At most 80 characters of `text`, control characters shown escaped.
-fn excerpt(text: &str) -> String {
-    let shown: String = text.chars().take(80).collect::<String>().escape_debug().collect();
-    if text.chars().count() > 80 {
-        format!("{shown}…")
-    } else {
-        shown
-    }
-}
-
 /// Why the port list cannot be set on a RHEL-like host (`None`: it can): items of
 /// `<flags>@<PCI address>` (flags of `0`, `1`, `x`), separated by `;`.
 pub fn list_problem(list: &str) -> Option<String> {
@@ -116,7 +107,7 @@ pub fn list_problem(list: &str) -> Option<String> {
         });
         if !ok {
             return Some(format!(
-                "{:?} is not <flags>@<PCI address> (ports are separated by ';')",
+                "{} is not <flags>@<PCI address> (ports are separated by ';')",
                 excerpt(item)
             ));
         }
@@ -141,7 +132,8 @@ pub fn acs_from_tool(host: &Host) -> Result<String> {
     let what = format!("`{TOOL} write-grub-acs --dry-run`");
     let refuse = |value: &str, why: &str| {
         Error::action(format!(
-            "pcie-acs: {what} asks for {ACS_PREFIX}{value}, which cannot be set on this RHEL-like node: {why}. \
+            "pcie-acs: {what} gives {value} as the {ACS_PREFIX} value, which cannot be set on this RHEL-like node: \
+             {why}. \
              Nothing was changed. Run `{TOOL} check` and {what} by hand to see why, set CONFIGURE_PCIE_ACS=false \
              in the package's env (nvidia_peermem and NCCL_DMABUF_ENABLE=0 then stay required), or put the \
              argument on the boot entries by hand"

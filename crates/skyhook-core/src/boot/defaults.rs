@@ -281,7 +281,7 @@ pub fn render_drop_in(header: &str, args: &[String]) -> String {
     }
     text.push_str(&format!(
         "GRUB_CMDLINE_LINUX_DEFAULT=\"${{GRUB_CMDLINE_LINUX_DEFAULT}} {}\"\n",
-        args.join(" ")
+        args.iter().map(|a| in_double_quotes(a)).collect::<Vec<_>>().join(" ")
     ));
     text
 }
@@ -290,7 +290,7 @@ pub fn render_drop_in(header: &str, args: &[String]) -> String {
 pub fn parse_drop_in(text: &str) -> Vec<String> {
     text.lines()
         .filter_map(|l| l.strip_prefix("GRUB_CMDLINE_LINUX_DEFAULT=\"${GRUB_CMDLINE_LINUX_DEFAULT}"))
-        .flat_map(|rest| split_cmdline(rest.trim_end_matches('"')))
+        .flat_map(|rest| split_cmdline(&rest.strip_suffix('"').unwrap_or(rest).replace("\\\"", "\"")))
         .collect()
 }
 
@@ -307,14 +307,27 @@ mod tests {
         let acs = "pci=\"config_acs=1@0:1.0;1@0:2.0\"";
         let before = b"A=1\nGRUB_CMDLINE_LINUX=\"ro quiet\"\n";
         let after = edit_assignment(before, CMDLINE_VAR, &Edit::Append { tokens: &s(&[acs]) });
-        assert_eq!(after, b"A=1\nGRUB_CMDLINE_LINUX=\"ro quiet pci=\\\"config_acs=1@0:1.0;1@0:2.0\\\"\"\n");
+        assert_eq!(
+            after,
+            b"A=1\nGRUB_CMDLINE_LINUX=\"ro quiet pci=\\\"config_acs=1@0:1.0;1@0:2.0\\\"\"\n"
+        );
         assert_eq!(assignment_args(&after, CMDLINE_VAR).unwrap(), s(&["ro", "quiet", acs]));
         let back = edit_assignment(&after, CMDLINE_VAR, &Edit::Replace { old: acs, new: None });
         assert_eq!(back, before, "taken back byte for byte");
-        let bare = edit_assignment(b"GRUB_CMDLINE_LINUX=ro\n", CMDLINE_VAR, &Edit::Append { tokens: &s(&[acs]) });
+        let bare = edit_assignment(
+            b"GRUB_CMDLINE_LINUX=ro\n",
+            CMDLINE_VAR,
+            &Edit::Append { tokens: &s(&[acs]) },
+        );
         assert_eq!(assignment_args(&bare, CMDLINE_VAR).unwrap(), s(&["ro", acs]));
         let added = edit_assignment(b"", CMDLINE_VAR, &Edit::Append { tokens: &s(&[acs]) });
         assert_eq!(assignment_args(&added, CMDLINE_VAR).unwrap(), s(&[acs]));
+        let drop_in = render_drop_in("x", &s(&["quiet", acs]));
+        assert!(
+            drop_in.contains("quiet pci=\\\"config_acs=1@0:1.0;1@0:2.0\\\"\"\n"),
+            "{drop_in}"
+        );
+        assert_eq!(parse_drop_in(&drop_in), s(&["quiet", acs]));
     }
 
     fn set(text: &[u8], token: Option<&str>) -> Vec<u8> {
