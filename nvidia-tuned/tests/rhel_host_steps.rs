@@ -17,7 +17,7 @@ mod oci_node;
 use common::*;
 use oci_node::*;
 use skyhook_testkit::Node;
-use skyhook_testkit::boot_tools::bls_options;
+use skyhook_testkit::boot_tools::{bls_options, sourced};
 
 const ACS: &str = "pci=config_acs=xx111x0@0009:01:00.0";
 
@@ -184,17 +184,12 @@ fn boot_default_entry(node: &Node) {
     node.file("/proc/cmdline", format!("BOOT_IMAGE=/vmlinuz {options}\n"));
 }
 
-/// `GRUB_CMDLINE_LINUX` as grub2-mkconfig gets it, sourcing `/etc/default/grub`.
+/// `GRUB_CMDLINE_LINUX` as grub2-mkconfig gets it, sourcing `/etc/default/grub`
+/// (the shell silent about it).
 fn sourced_cmdline(node: &Node) -> String {
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(". \"$1\"; printf '%s' \"$GRUB_CMDLINE_LINUX\"")
-        .arg("sh")
-        .arg(node.path("/etc/default/grub"))
-        .output()
-        .unwrap();
-    assert!(out.stderr.is_empty(), "{}", String::from_utf8_lossy(&out.stderr));
-    String::from_utf8(out.stdout).unwrap()
+    let (value, stderr) = sourced(node, "/etc/default/grub", "GRUB_CMDLINE_LINUX");
+    assert!(stderr.is_empty(), "{stderr}");
+    value
 }
 
 #[test]
@@ -259,4 +254,45 @@ fn a_hostile_acs_value_is_refused_before_any_change_naming_it() {
             before.assert_same(&node.snapshot());
         }
     }
+}
+
+/// An Oracle Linux node whose grubby is the C one (RHEL 7 / Amazon Linux 2 style) on
+/// `/boot/grub2/grub.cfg`, its one `linux` line carrying `options`.
+fn c_grubby(options: &str) -> Node {
+    use skyhook_testkit::boot_tools::GRUBBY_C;
+    let node = rhel_oci(true);
+    node.stand_in("grubby", GRUBBY_C).file(
+        "/boot/grub2/grub.cfg",
+        format!(
+            "menuentry 'Oracle Linux' {{\n\tlinux /vmlinuz-5.15.0-304.171.4.el9uek.aarch64 {options}\n\tinitrd \
+             /initramfs-5.15.0-304.171.4.el9uek.aarch64.img\n}}\n"
+        ),
+    );
+    node.clear_calls();
+    node
+}
+
+#[test]
+fn an_entry_repeating_iommu_passthrough_is_refused_with_the_c_grubby_before_any_change() {
+    let node = c_grubby("root=/dev/mapper/ol-root ro iommu.passthrough=1 console=ttyAMA0 iommu.passthrough=1");
+    let before = node.snapshot();
+    node.run("config")
+        .expect_code(1)
+        .expect_output("carries iommu.passthrough 2 times")
+        .expect_output("replaces only the first")
+        .expect_output("CONFIGURE_IOMMU_PASSTHROUGH=false");
+    before.assert_same(&node.snapshot());
+    assert!(calls_of(&node, "grubby --update").is_empty(), "{:?}", node.calls());
+}
+
+#[test]
+fn an_acs_value_naming_several_ports_is_refused_with_the_c_grubby_before_any_change() {
+    let node = c_grubby("root=/dev/mapper/ol-root ro iommu.passthrough=1 console=ttyAMA0");
+    std::fs::write(node.commands_dir().join("two-ports"), "").unwrap();
+    let before = node.snapshot();
+    node.run("config")
+        .expect_code(1)
+        .expect_output("names several ports")
+        .expect_output("CONFIGURE_PCIE_ACS=false");
+    before.assert_same(&node.snapshot());
 }

@@ -5,6 +5,7 @@
 use skyhook_testkit::Node;
 use skyhook_testkit::boot_tools::{
     EFI_STUB, GRUB2_MKCONFIG_BLS, GRUB2_MKCONFIG_FEDORA, GRUBBY, GRUBBY_C, add_kernel_entry, bls_entry, bls_options,
+    sourced,
 };
 
 const A: &str = "/boot/loader/entries/m-5.14.0-427.el9.x86_64.conf";
@@ -91,16 +92,9 @@ fn bls_a_double_quoted_value_is_written_as_given_and_unescaped_into_the_grub_def
         grub.contains(&format!("GRUB_CMDLINE_LINUX=\"crashkernel=auto rhgb {acs}\"\n")),
         "unescaped, as grubby-bls writes it: {grub}"
     );
-    let sourced = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(". \"$1\" 2>/dev/null; printf '%s' \"$GRUB_CMDLINE_LINUX\"")
-        .arg("sh")
-        .arg(n.path("/etc/default/grub"))
-        .output()
-        .unwrap();
+    let (value, _) = sourced(&n, "/etc/default/grub", "GRUB_CMDLINE_LINUX");
     assert_eq!(
-        String::from_utf8_lossy(&sourced.stdout),
-        "crashkernel=auto rhgb pci=config_acs=1@0:1.0",
+        value, "crashkernel=auto rhgb pci=config_acs=1@0:1.0",
         "sourcing it loses the quotes and the second port"
     );
 }
