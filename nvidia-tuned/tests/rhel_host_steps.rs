@@ -296,3 +296,26 @@ fn an_acs_value_naming_several_ports_is_refused_with_the_c_grubby_before_any_cha
         .expect_output("CONFIGURE_PCIE_ACS=false");
     before.assert_same(&node.snapshot());
 }
+
+#[test]
+fn without_grubby_uninstall_gives_etc_kernel_cmdline_back_itself() {
+    let node = two_ports(false);
+    let own = "root=/dev/mapper/ol-root ro crashkernel=auto rd.lvm.lv=ol/root console=ttyAMA0 rd.debug\n";
+    node.file("/etc/kernel/cmdline", own);
+    let before = boot_files(&node);
+    node.run("config").expect_code(0);
+    let written = node.read("/etc/kernel/cmdline").unwrap();
+    assert!(
+        written.contains(ACS_TWO) && !written.contains("rd.debug"),
+        "grub2-mkconfig rewrote it from the defaults: {written}"
+    );
+    node.clear_configmaps();
+    node.run("uninstall").expect_code(0);
+    node.run("uninstall-check").expect_code(0);
+    assert_eq!(
+        node.read("/etc/kernel/cmdline").as_deref(),
+        Some(own),
+        "its own bytes, not the defaults'"
+    );
+    assert_eq!(boot_files(&node), before);
+}
