@@ -223,20 +223,24 @@ fn unit_settings(host: &HostAssets) -> Vec<Setting> {
     out
 }
 
-/// The kernel arguments of the host steps' GRUB drop-ins.
+/// The kernel arguments of the host steps, each with the way each family gets it:
+/// Debian-like hosts a GRUB drop-in, RHEL-like hosts (whose GRUB reads no
+/// `/etc/default/grub.d`) the boot entries ([`crate::host_steps::boot_args`]).
 fn boot_settings(host: &HostAssets) -> Vec<Setting> {
     use crate::host_steps::{iommu_passthrough, pcie_acs, switches};
+    const RHEL_WAY: &str = "the boot entries (grubby --update-kernel=ALL, or GRUB_CMDLINE_LINUX and grub2-mkconfig)";
     let mut out = Vec::new();
     if host.pcie_acs {
         out.push(host_setting(
             SettingKind::KernelArgument,
             "pci=config_acs=".into(),
             format!(
-                "this node's, by `{} write-grub-acs` into {} when `{} check` reports ACS wrong (off: {}=false)",
-                pcie_acs::TOOL,
+                "this node's, when `{tool} check` reports ACS wrong: Debian-like, by `{tool} write-grub-acs` into {}; \
+                 RHEL-like, the value of `{tool} write-grub-acs --dry-run` on {RHEL_WAY}, double-quoted when it \
+                 names several ports (off: {}=false)",
                 pcie_acs::DROP_IN,
-                pcie_acs::TOOL,
-                switches::CONFIGURE_PCIE_ACS
+                switches::CONFIGURE_PCIE_ACS,
+                tool = pcie_acs::TOOL,
             ),
             pcie_acs::STEP,
             true,
@@ -247,7 +251,7 @@ fn boot_settings(host: &HostAssets) -> Vec<Setting> {
             SettingKind::KernelArgument,
             "iommu.passthrough".into(),
             format!(
-                "0 by {} on kernels older than 6.11 ({}=auto, or true/false)",
+                "0 on kernels older than 6.11: Debian-like, by {}; RHEL-like, on {RHEL_WAY} ({}=auto, or true/false)",
                 iommu_passthrough::DROP_IN,
                 switches::CONFIGURE_IOMMU_PASSTHROUGH
             ),

@@ -18,7 +18,12 @@
 //!   written when that is empty; and `/etc/kernel/cmdline` gets the same edit of
 //!   its first line, created first from the last entry in that order (often the
 //!   rescue one) when missing (no file, with a message, where `/etc/kernel` does not
-//!   exist, as the real one). Does not model: `$kernelopts` in `options` and
+//!   exist, as the real one). An argument is taken as given, split at spaces only
+//!   (`update_args`, 8.40-69): a double-quoted value (`pci="config_acs=A;B"`) goes on
+//!   the `options` lines and `/etc/kernel/cmdline` with its quotes, its key (`pci`)
+//!   removing every argument of that key first, and into `/etc/default/grub`
+//!   unescaped inside `GRUB_CMDLINE_LINUX="…"`, so that sourcing the file there ends
+//!   the value at the inner quote and the assignment at the `;`. Does not model: `$kernelopts` in `options` and
 //!   grubenv (RHEL 8.0-8.2), `--no-etc-grub-update`, regular-expression characters
 //!   in a key (grubby's sed reads `rd.luks` as `rd?luks`), the second of two
 //!   adjacent bare duplicates surviving a removal, globbing by `echo $args`,
@@ -328,4 +333,20 @@ pub fn bls_options(node: &Node, path: &str) -> String {
         .lines()
         .find_map(|l| l.strip_prefix("options ").map(str::to_string))
         .expect("options line")
+}
+
+/// `var` as a shell sourcing the file at `path` on `node` gets it (as
+/// grub-mkconfig sources `/etc/default/grub`), with what the shell said on stderr.
+pub fn sourced(node: &Node, path: &str, var: &str) -> (String, String) {
+    let out = std::process::Command::new("sh")
+        .arg("-c")
+        .arg(format!(". \"$1\"; printf '%s' \"${var}\""))
+        .arg("sh")
+        .arg(node.path(path))
+        .output()
+        .expect("sh runs");
+    (
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
 }

@@ -5,7 +5,7 @@
 use skyhook_testkit::Node;
 use skyhook_testkit::boot_tools::{
     EFI_STUB, GRUB2_MKCONFIG_BLS, GRUB2_MKCONFIG_FEDORA, GRUBBY, GRUBBY_C, UPDATE_GRUB, add_kernel_entry, bls_entry,
-    bls_options,
+    bls_options, sourced,
 };
 
 const A: &str = "/boot/loader/entries/m-5.14.0-427.el9.x86_64.conf";
@@ -65,6 +65,37 @@ fn bls_args_remove_every_argument_of_the_key_and_append_at_the_end() {
     assert!(
         !n.exists("/etc/kernel/cmdline"),
         "a per-kernel update writes no other file"
+    );
+}
+
+#[test]
+fn bls_a_double_quoted_value_is_written_as_given_and_unescaped_into_the_grub_defaults() {
+    let n = bls_node();
+    n.file(
+        A,
+        bls_entry("5.14.0-427.el9.x86_64", "root=/dev/x ro pci=realloc quiet"),
+    );
+    let acs = "pci=\"config_acs=1@0:1.0;1@0:2.0\"";
+    grubby(&n, &["--update-kernel=ALL", &format!("--args={acs}")]);
+    assert_eq!(
+        bls_options(&n, A),
+        format!("root=/dev/x ro quiet {acs}"),
+        "quotes kept, pci= replaced"
+    );
+    assert_eq!(bls_options(&n, RESCUE), format!("root=/dev/x ro rescue {acs}"));
+    assert_eq!(
+        n.read("/etc/kernel/cmdline").unwrap(),
+        format!("root=/dev/x ro rescue {acs}\n")
+    );
+    let grub = n.read("/etc/default/grub").unwrap();
+    assert!(
+        grub.contains(&format!("GRUB_CMDLINE_LINUX=\"crashkernel=auto rhgb {acs}\"\n")),
+        "unescaped, as grubby-bls writes it: {grub}"
+    );
+    let (value, _) = sourced(&n, "/etc/default/grub", "GRUB_CMDLINE_LINUX");
+    assert_eq!(
+        value, "crashkernel=auto rhgb pci=config_acs=1@0:1.0",
+        "sourcing it loses the quotes and the second port"
     );
 }
 

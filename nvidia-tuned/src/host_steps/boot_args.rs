@@ -14,9 +14,16 @@
 //! `rdma_topo write-grub-acs --dry-run` prints the drop-in it would write and
 //! changes nothing (no file, no `update-grub`, which RHEL-like hosts do not have),
 //! and the `pci=config_acs=…` of that text is taken. A value naming several ports
-//! (`…@A;…@B`) needs GRUB quoting that neither grubby-bls's rewrite of
-//! `/etc/default/grub` nor GRUB's defaults keep intact, so it is refused before any
-//! change, naming the value and what to do.
+//! (`…@A;…@B`, as on a GB300 with several RoCE NICs) is set with the value
+//! double-quoted, `pci="config_acs=…@A;…@B"`: GRUB reads `;` as the end of a
+//! command outside quotes, and drops the quotes before the kernel (which strips them
+//! itself when given them, as from `/etc/kernel/cmdline`). grubby-bls puts it on the
+//! `options` lines and `/etc/kernel/cmdline` as given; in `/etc/default/grub`, which
+//! grub2-mkconfig sources, core writes it escaped (`pci=\"config_acs=…\"`). The
+//! running command line shows it as the boot loader passed it, so ours is compared
+//! without its quotes. A value that is not a `;`-separated list of
+//! `<flags>@<PCI address>` (a newline, `$(…)`, a backtick, an unbalanced quote) is
+//! refused before any change, naming it.
 //!
 //! The effective value must be ours: the kernel takes the last `iommu.passthrough`
 //! and the last `pci=config_acs=`. grubby-bls puts ours at the end of every entry
@@ -28,10 +35,11 @@
 
 use std::path::Path;
 
-use skyhook_core::boot::cmdline::{key_of, running_cmdline};
+use skyhook_core::boot::cmdline::{check_arg, key_of, running_cmdline, unquoted};
 use skyhook_core::boot::defaults::{GRUB_DEFAULTS, assignment_args};
 use skyhook_core::boot::grubby::{self, Flavor};
 use skyhook_core::boot::{BootConfig, OwnArgs};
+use skyhook_core::error::excerpt;
 use skyhook_core::host::command::Cmd;
 use skyhook_core::{Error, Host, Interrupt, Result};
 
@@ -50,44 +58,71 @@ const DEFAULT_VAR: &str = "GRUB_CMDLINE_LINUX_DEFAULT";
 /// (only the drop-in method writes it), named so that it is never another's file.
 const UNUSED_DROP_IN: &str = "/etc/default/grub.d/99-nvidia-tuned-host-steps.cfg";
 
-/// Whether `arg` is the ACS argument.
+/// Whether `arg` is the ACS argument (quoted or not).
 pub fn is_acs(arg: &str) -> bool {
-    arg.starts_with(ACS_PREFIX)
+    unquoted(arg).starts_with(ACS_PREFIX)
+}
+
+/// Whether two arguments are the same as the kernel reads them (quotes aside).
+fn same_arg(a: &str, b: &str) -> bool {
+    unquoted(a) == unquoted(b)
 }
 
 /// The port list of the `pci=config_acs=` assignment in `rdma_topo write-grub-acs
-/// --dry-run` output (an uncommented line; its quotes, escaped or not, removed).
-pub fn parse_dry_run(text: &str) -> Option<String> {
-    text.lines()
+/// --dry-run` output (an uncommented line; its quotes, escaped or not, removed):
+/// `None` without one, `Err` (a bounded excerpt of the value, and why) when a quote
+/// opened around it is not closed on that line.
+pub fn parse_dry_run(text: &str) -> Option<std::result::Result<String, String>> {
+    let rest = text
+        .lines()
         .filter(|l| !l.trim_start().starts_with('#'))
-        .find_map(|l| l.split_once(ACS_PREFIX).map(|(_, rest)| rest))
-        .map(|rest| {
-            let rest = rest.trim_start_matches(['\\', '"']);
-            rest.chars()
-                .take_while(|c| !c.is_whitespace() && *c != '"' && *c != '\\')
-                .collect()
-        })
+        .find_map(|l| l.split_once(ACS_PREFIX).map(|(_, rest)| rest))?;
+    for quote in ["\\\"", "\""] {
+        if let Some(inner) = rest.strip_prefix(quote) {
+            return Some(match inner.split_once(quote) {
+                Some((list, after)) if after.is_empty() || after.starts_with(['"', ' ', '\t']) => Ok(list.to_string()),
+                Some(_) => Err(format!("{} (text runs on after its closing quote)", excerpt(rest))),
+                None => Err(format!("{} (its quote is not closed)", excerpt(rest))),
+            });
+        }
+    }
+    Some(Ok(rest
+        .chars()
+        .take_while(|c| !c.is_whitespace() && *c != '"' && *c != '\\')
+        .collect()))
 }
 
-/// Why the port list cannot be set on a RHEL-like host (`None`: it can). Each item
-/// is `<flags>@<PCI address>`, flags of `0`, `1`, `x`.
+/// Why the port list cannot be set on a RHEL-like host (`None`: it can): items of
+/// `<flags>@<PCI address>` (flags of `0`, `1`, `x`), separated by `;`.
 pub fn list_problem(list: &str) -> Option<String> {
     if list.is_empty() {
         return Some("it is empty".into());
     }
-    if list.contains(';') {
-        return Some(format!(
-            "it names several ports ({list}); GRUB reads `;` as the end of a command, so the value needs quotes, \
-             which grubby-bls's rewrite of /etc/default/grub and GRUB_CMDLINE_LINUX do not keep intact"
-        ));
+    for item in list.split(';') {
+        let ok = item.split_once('@').is_some_and(|(flags, dev)| {
+            !flags.is_empty()
+                && flags.chars().all(|c| matches!(c, '0' | '1' | 'x'))
+                && !dev.is_empty()
+                && dev.chars().all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.')
+        });
+        if !ok {
+            return Some(format!(
+                "{} is not <flags>@<PCI address> (ports are separated by ';')",
+                excerpt(item)
+            ));
+        }
     }
-    let ok = list.split_once('@').is_some_and(|(flags, dev)| {
-        !flags.is_empty()
-            && flags.chars().all(|c| matches!(c, '0' | '1' | 'x'))
-            && !dev.is_empty()
-            && dev.chars().all(|c| c.is_ascii_hexdigit() || c == ':' || c == '.')
-    });
-    (!ok).then(|| format!("{list:?} is not <flags>@<PCI address>"))
+    None
+}
+
+/// The kernel argument of a port list: its value double-quoted when it names several
+/// ports (GRUB ends a command at an unquoted `;`).
+pub fn acs_arg(list: &str) -> String {
+    if list.contains(';') {
+        format!("pci=\"config_acs={list}\"")
+    } else {
+        format!("{ACS_PREFIX}{list}")
+    }
 }
 
 /// The ACS argument the node's tool would write (`rdma_topo write-grub-acs
@@ -95,21 +130,32 @@ pub fn list_problem(list: &str) -> Option<String> {
 pub fn acs_from_tool(host: &Host) -> Result<String> {
     let out = host.run_ok(&Cmd::new(TOOL).arg("write-grub-acs").arg("--dry-run"))?;
     let what = format!("`{TOOL} write-grub-acs --dry-run`");
-    let Some(list) = parse_dry_run(&out.stdout) else {
-        return Err(Error::action(format!(
-            "pcie-acs: {what} printed no {ACS_PREFIX} assignment, so there is no correction to set on this \
-             RHEL-like node; nothing was changed. Run `{TOOL} check` and {what} by hand to see why, or set \
-             CONFIGURE_PCIE_ACS=false in the package's env"
-        )));
+    let refuse = |value: &str, why: &str| {
+        Error::action(format!(
+            "pcie-acs: {what} gives {value} as the {ACS_PREFIX} value, which cannot be set on this RHEL-like node: \
+             {why}. \
+             Nothing was changed. Run `{TOOL} check` and {what} by hand to see why, set CONFIGURE_PCIE_ACS=false \
+             in the package's env (nvidia_peermem and NCCL_DMABUF_ENABLE=0 then stay required), or put the \
+             argument on the boot entries by hand"
+        ))
+    };
+    let list = match parse_dry_run(&out.stdout) {
+        None => {
+            return Err(Error::action(format!(
+                "pcie-acs: {what} printed no {ACS_PREFIX} assignment, so there is no correction to set on this \
+                 RHEL-like node; nothing was changed. Run `{TOOL} check` and {what} by hand to see why, or set \
+                 CONFIGURE_PCIE_ACS=false in the package's env"
+            )));
+        }
+        Some(Err(why)) => return Err(refuse(&why, "the value is not well formed")),
+        Some(Ok(list)) => list,
     };
     if let Some(why) = list_problem(&list) {
-        return Err(Error::action(format!(
-            "pcie-acs: {what} asks for {ACS_PREFIX}{list}, which cannot be set on this RHEL-like node: {why}. \
-             Nothing was changed. Set CONFIGURE_PCIE_ACS=false in the package's env (nvidia_peermem and \
-             NCCL_DMABUF_ENABLE=0 then stay required), or put the argument on the boot entries by hand"
-        )));
+        return Err(refuse(&excerpt(&list), &why));
     }
-    Ok(format!("{ACS_PREFIX}{list}"))
+    let arg = acs_arg(&list);
+    check_arg(&arg).map_err(|why| refuse(&excerpt(&list), &why))?;
+    Ok(arg)
 }
 
 /// The arguments the plan wants, ACS first and the IOMMU argument last. ACS: none
@@ -171,6 +217,14 @@ pub fn refuse_conflicts(host: &Host, boot: &BootConfig, wanted: &[String]) -> Re
     match boot {
         BootConfig::Grubby => {
             let flavor = Flavor::detect(host);
+            if flavor == Flavor::Legacy
+                && let Some(quoted) = wanted.iter().find(|a| a.contains('"'))
+            {
+                return refuse(format!(
+                    "pcie-acs: {quoted} names several ports and needs its quotes kept on the boot line, which this \
+                     node's C grubby (RHEL 7, Amazon Linux 2) is not known to do"
+                ));
+            }
             for e in grubby::entries(host)? {
                 if acs && let Some(other) = e.args.iter().find(|a| key_of(a) == "pci" && !is_acs(a)) {
                     return refuse(format!(
@@ -294,7 +348,7 @@ pub fn check(
                     "pcie-acs: {TOOL} check reports the ACS settings wrong and no {ACS_PREFIX} is on the boot \
                      configuration; config puts it on"
                 )),
-                (Some(arg), Some(entry)) if entry.iter().rfind(|a| is_acs(a)) != Some(arg) => unmet.push(format!(
+                (Some(arg), Some(entry)) if !entry.iter().rfind(|a| is_acs(a)).is_some_and(|a| same_arg(a, arg)) => unmet.push(format!(
                     "pcie-acs: the default boot entry's last {ACS_PREFIX} is not {arg} (it has: {}); config puts it on",
                     entry.join(" ")
                 )),
@@ -349,17 +403,28 @@ mod tests {
     fn reads_the_value_rdma_topo_would_write() {
         let real = "# Generated by /usr/bin/rdma_topo do not change. ACS settings for RDMA GPU Direct\n\
                     GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX pci=config_acs=\\\"xx111x0@0009:01:00.0\\\"\"\n";
-        assert_eq!(parse_dry_run(real).as_deref(), Some("xx111x0@0009:01:00.0"));
+        assert_eq!(parse_dry_run(real), Some(Ok("xx111x0@0009:01:00.0".into())));
         let plain = "GRUB_CMDLINE_LINUX_DEFAULT=\"$X pci=config_acs=xx111x0@0009:01:00.0\"\n";
-        assert_eq!(parse_dry_run(plain).as_deref(), Some("xx111x0@0009:01:00.0"));
+        assert_eq!(parse_dry_run(plain), Some(Ok("xx111x0@0009:01:00.0".into())));
         assert_eq!(parse_dry_run("# pci=config_acs=1@0:0.0\n"), None);
+        let two = "GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX pci=config_acs=\\\"1@0:1.0;x@0:2.0\\\"\"\n";
+        assert_eq!(parse_dry_run(two), Some(Ok("1@0:1.0;x@0:2.0".into())));
+        let open = "GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX pci=config_acs=\\\"1@0:1.0;\nx@0:2.0\\\"\"\n";
+        assert!(parse_dry_run(open).is_some_and(|r| r.is_err_and(|w| w.contains("not closed"))));
+        let runs_on = "GRUB_CMDLINE_LINUX=\"$GRUB_CMDLINE_LINUX pci=config_acs=\\\"1@0:1.0\\\";x@0:2.0\\\"\"\n";
+        assert!(parse_dry_run(runs_on).is_some_and(|r| r.is_err_and(|w| w.contains("runs on"))));
     }
 
     #[test]
-    fn one_port_is_set_several_are_refused() {
+    fn one_port_is_set_bare_several_quoted() {
         assert_eq!(list_problem("xx111x0@0009:01:00.0"), None);
-        assert!(list_problem("xx110x1@0009:02:00.0;xx101x1@0009:02:02.0").is_some_and(|w| w.contains("several")));
+        assert_eq!(list_problem("xx110x1@0009:02:00.0;xx101x1@0009:02:02.0"), None);
+        assert_eq!(acs_arg("1@0:1.0"), "pci=config_acs=1@0:1.0");
+        assert_eq!(acs_arg("1@0:1.0;1@0:2.0"), "pci=\"config_acs=1@0:1.0;1@0:2.0\"");
+        assert!(is_acs(&acs_arg("1@0:1.0;1@0:2.0")) && is_acs("pci=config_acs=1@0:1.0;1@0:2.0"));
         assert!(list_problem("xx1$(x)@0").is_some());
+        assert!(list_problem("1@0:1.0;").is_some());
+        assert!(list_problem("1@0:1.0;`id`@0").is_some());
         assert!(list_problem("").is_some());
     }
 }

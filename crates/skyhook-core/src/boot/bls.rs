@@ -215,9 +215,10 @@ impl BlsEdits {
     }
 }
 
-/// Puts one of [`ALL_EDITS`] back: exactly while it holds what grubby wrote, else
-/// grubby's change taken back from the current bytes.
-fn restore_file(host: &Host, f: &FileEdit, ours: &[String], defaults: &[String]) -> Result<bool> {
+/// Puts one of [`ALL_EDITS`] back: exactly while it holds what grubby (or, for
+/// `/etc/kernel/cmdline` without grubby, grub2-mkconfig) wrote, else that change
+/// taken back from the current bytes.
+pub(super) fn restore_file(host: &Host, f: &FileEdit, ours: &[String], defaults: &[String]) -> Result<bool> {
     let path = f.file.path.to_string_lossy().into_owned();
     let before = f.file.content()?;
     let edit = |current: &[u8]| -> Option<Vec<u8>> {

@@ -12,8 +12,19 @@ use crate::host::Host;
 /// backticks, and control or non-ASCII bytes have no place on a boot line.
 pub const ALLOWED_PUNCTUATION: &str = "-_.,:=/+@%~^!";
 
+/// The characters GRUB's script parser reads as the end of a command, which a value
+/// may hold only inside double quotes (rdma-core's `rdma_topo` joins the ports of
+/// `pci=config_acs=` with `;`).
+pub const QUOTED_PUNCTUATION: &str = ";";
+
 /// Checks one kernel argument a package is about to write to the boot configuration.
 /// Returns why it is refused, naming the offending character.
+///
+/// A value that holds a character of [`QUOTED_PUNCTUATION`] must be double-quoted as
+/// a whole (`pci="config_acs=1@A;1@B"`): GRUB's parser then keeps it one argument and
+/// drops the quotes, and the kernel, given the quotes (`/etc/kernel/cmdline` of a
+/// unified kernel image), strips them from the value itself. Quotes anywhere else,
+/// or around a value that does not need them, are refused.
 pub fn check_arg(arg: &str) -> std::result::Result<(), String> {
     if arg.is_empty() {
         return Err("empty argument".into());
@@ -21,20 +32,55 @@ pub fn check_arg(arg: &str) -> std::result::Result<(), String> {
     if let Some(c) = arg.chars().find(|c| c.is_whitespace()) {
         return Err(format!("contains {c:?}; give one argument per line, without spaces"));
     }
-    if let Some(c) = arg
-        .chars()
-        .find(|c| !c.is_ascii_alphanumeric() && !ALLOWED_PUNCTUATION.contains(*c))
-    {
-        return Err(format!(
-            "contains {c:?} (U+{:04X}), which GRUB's script parser or the shell reading GRUB's defaults would \
-             act on; a kernel argument may hold only ASCII letters, digits and {ALLOWED_PUNCTUATION}",
-            c as u32
-        ));
+    let (plain, quoted) = match arg.split_once("=\"") {
+        Some((key, rest)) if !key.contains('"') => match rest.strip_suffix('"') {
+            Some(inner) if !inner.contains('"') => (key, Some(inner)),
+            _ => {
+                return Err(format!(
+                    "has an unbalanced or inner '\"'; only a whole value may be quoted: {arg}"
+                ));
+            }
+        },
+        _ => (arg, None),
+    };
+    check_chars(plain, "")?;
+    if let Some(inner) = quoted {
+        check_chars(inner, QUOTED_PUNCTUATION)?;
+        if !inner.contains(|c| QUOTED_PUNCTUATION.contains(c)) {
+            return Err(format!(
+                "quotes a value that needs none (only a value holding {QUOTED_PUNCTUATION} is quoted): {arg}"
+            ));
+        }
     }
     if arg.starts_with('=') {
         return Err("starts with '='; expected name or name=value".into());
     }
     Ok(())
+}
+
+/// Refuses a character of `text` that is neither an ASCII letter or digit, nor in
+/// [`ALLOWED_PUNCTUATION`] or `also`.
+fn check_chars(text: &str, also: &str) -> std::result::Result<(), String> {
+    if let Some(c) = text
+        .chars()
+        .find(|c| !c.is_ascii_alphanumeric() && !ALLOWED_PUNCTUATION.contains(*c) && !also.contains(*c))
+    {
+        return Err(format!(
+            "contains {c:?} (U+{:04X}), which GRUB's script parser or the shell reading GRUB's defaults would \
+             act on; a kernel argument may hold only ASCII letters, digits and {ALLOWED_PUNCTUATION} (and \
+             {QUOTED_PUNCTUATION} inside a double-quoted value)",
+            c as u32
+        ));
+    }
+    Ok(())
+}
+
+/// An argument as the kernel reads it: its double quotes removed (GRUB's parser
+/// drops them before the kernel; the kernel's own parser strips them from a quoted
+/// value or argument), so `pci="config_acs=1@A;1@B"` in a boot entry and
+/// `pci=config_acs=1@A;1@B` on `/proc/cmdline` are the same argument.
+pub fn unquoted(arg: &str) -> String {
+    arg.replace('"', "")
 }
 
 /// The key of a kernel argument: `crashkernel` for `crashkernel=256M`, the whole
@@ -129,7 +175,6 @@ mod tests {
             ("$(reboot)", "'$'"),
             ("`id`", "'`'"),
             ("a\\b", "'\\\\'"),
-            ("a\"b", "'\"'"),
             ("x='1'", "'\\''"),
             ("a\u{7}b", "'\\u{7}'"),
             ("a\0b", "'\\0'"),
@@ -147,6 +192,27 @@ mod tests {
         assert!(check_arg("a\nb").unwrap_err().contains("'\\n'"));
         assert!(check_arg("=1").unwrap_err().contains("starts with '='"));
         assert_eq!(check_arg("").unwrap_err(), "empty argument");
+    }
+
+    #[test]
+    fn a_value_holding_a_semicolon_is_taken_double_quoted_only() {
+        assert_eq!(check_arg("pci=\"config_acs=1@0:1.0;1@0:2.0\""), Ok(()));
+        for (bad, named) in [
+            ("pci=config_acs=1@A;1@B", "';'"),
+            ("pci=\"config_acs=1@A;1@B", "unbalanced"),
+            ("pci=\"a;b\"c\"", "unbalanced"),
+            ("a\"b", "'\"'"),
+            ("\"pci=a;b\"", "'\"'"),
+            ("pci=\"a\"", "needs none"),
+            ("pci=\"a;$(reboot)\"", "'$'"),
+            ("pci=\"a;`id`\"", "'`'"),
+            ("pci=\"a;b|c\"", "'|'"),
+            ("x;y=\"a;b\"", "';'"),
+        ] {
+            let why = check_arg(bad).expect_err(bad);
+            assert!(why.contains(named), "{bad:?}: {why}");
+        }
+        assert_eq!(unquoted("pci=\"config_acs=1@A;1@B\""), "pci=config_acs=1@A;1@B");
     }
 
     #[test]

@@ -47,8 +47,8 @@ pub enum Edit<'a> {
 }
 
 /// Where the value of the last `var=` assignment sits in `text`: the byte range of
-/// the value (without its quotes), and whether it is quoted.
-fn find_assignment(text: &[u8], var: &str) -> Option<(Range<usize>, bool)> {
+/// the value (without its quotes), and its quote (`"`, `'`, or none).
+fn find_assignment(text: &[u8], var: &str) -> Option<(Range<usize>, Option<u8>)> {
     let prefix = format!("{var}=");
     let mut found = None;
     let mut start = 0;
@@ -61,11 +61,11 @@ fn find_assignment(text: &[u8], var: &str) -> Option<(Range<usize>, bool)> {
             found = Some(match rest.first() {
                 Some(q @ (b'"' | b'\'')) => {
                     let close = rest[1..].iter().rposition(|b| b == q).map_or(rest.len(), |i| i + 1);
-                    (value_start + 1..value_start + close, true)
+                    (value_start + 1..value_start + close, Some(*q))
                 }
                 _ => {
                     let end = rest.iter().position(u8::is_ascii_whitespace).unwrap_or(rest.len());
-                    (value_start..value_start + end, false)
+                    (value_start..value_start + end, None)
                 }
             });
         }
@@ -74,27 +74,90 @@ fn find_assignment(text: &[u8], var: &str) -> Option<(Range<usize>, bool)> {
     found
 }
 
-/// The arguments of the last `var=` assignment in `text` (`None` when there is none).
-/// Bytes that are not UTF-8 are shown as U+FFFD (for comparison only; the editor
-/// never writes this text back).
+/// The arguments of the last `var=` assignment in `text` (`None` when there is none),
+/// as sourcing the file yields them: in a double-quoted value `\"` is a `"`. Bytes
+/// that are not UTF-8 are shown as U+FFFD (for comparison only; the editor never
+/// writes this text back).
 pub fn assignment_args(text: &[u8], var: &str) -> Option<Vec<String>> {
-    let (range, _) = find_assignment(text, var)?;
-    Some(split_cmdline(&String::from_utf8_lossy(&text[range])))
+    let (range, quote) = find_assignment(text, var)?;
+    let value = String::from_utf8_lossy(&text[range]);
+    let value = if quote == Some(b'"') {
+        value.replace("\\\"", "\"")
+    } else {
+        value.into_owned()
+    };
+    Some(split_cmdline(&value))
+}
+
+/// A word as it is written inside a double-quoted shell value, so that sourcing the
+/// file yields `word` (`pci="config_acs=…;…"` becomes `pci=\"config_acs=…;…\"`).
+/// Words we write hold no other character the shell acts on there
+/// ([`check_arg`](super::cmdline::check_arg)).
+pub fn in_double_quotes(word: &str) -> String {
+    word.replace('"', "\\\"")
 }
 
 /// Applies `edit` to the last `var=` assignment of `text`; without an assignment, a
 /// line `var="…"` is added when the edit adds words. Every byte outside the words
 /// edited is kept.
 pub fn edit_assignment(text: &[u8], var: &str, edit: &Edit) -> Vec<u8> {
-    let Some((range, quoted)) = find_assignment(text, var) else {
-        return add_assignment(text, var, edit);
+    let Some((range, quote)) = find_assignment(text, var) else {
+        return add_assignment(text, var, &escaped(edit).as_edit());
     };
-    let mut value = edit_value(&text[range.clone()], edit);
-    if !quoted && value.iter().any(u8::is_ascii_whitespace) {
+    let words_quoted = edit_words(edit).iter().any(|w| w.contains('"'));
+    let mut value = match quote {
+        // A value that is or becomes double-quoted holds our quotes escaped.
+        Some(b'"') => edit_value(&text[range.clone()], &escaped(edit).as_edit()),
+        None if words_quoted => edit_value(&text[range.clone()], &escaped(edit).as_edit()),
+        _ => edit_value(&text[range.clone()], edit),
+    };
+    if quote.is_none() && (words_quoted || value.iter().any(u8::is_ascii_whitespace)) {
         // An unquoted value that now holds several words needs quotes to stay one.
         value = [b"\"".as_slice(), &value, b"\""].concat();
     }
     [&text[..range.start], value.as_slice(), &text[range.end..]].concat()
+}
+
+/// The words an edit writes or looks for.
+fn edit_words<'a>(edit: &Edit<'a>) -> Vec<&'a str> {
+    match *edit {
+        Edit::SetKey { token, .. } => token.into_iter().collect(),
+        Edit::Replace { old, new } => [Some(old), new].into_iter().flatten().collect(),
+        Edit::Append { tokens } => tokens.iter().map(String::as_str).collect(),
+    }
+}
+
+/// An edit's words as written inside double quotes ([`in_double_quotes`]).
+enum Escaped<'a> {
+    SetKey(&'a str, Option<String>),
+    Replace(String, Option<String>),
+    Append(Vec<String>),
+}
+
+impl Escaped<'_> {
+    /// The edit of the escaped words.
+    fn as_edit(&self) -> Edit<'_> {
+        match self {
+            Escaped::SetKey(key, token) => Edit::SetKey {
+                key,
+                token: token.as_deref(),
+            },
+            Escaped::Replace(old, new) => Edit::Replace {
+                old,
+                new: new.as_deref(),
+            },
+            Escaped::Append(tokens) => Edit::Append { tokens },
+        }
+    }
+}
+
+/// `edit` with its words as written inside double quotes.
+fn escaped<'a>(edit: &Edit<'a>) -> Escaped<'a> {
+    match *edit {
+        Edit::SetKey { key, token } => Escaped::SetKey(key, token.map(in_double_quotes)),
+        Edit::Replace { old, new } => Escaped::Replace(in_double_quotes(old), new.map(in_double_quotes)),
+        Edit::Append { tokens } => Escaped::Append(tokens.iter().map(|t| in_double_quotes(t)).collect()),
+    }
 }
 
 /// A new `var="…"` line at the end of `text` (with the file's line ending) holding
@@ -218,7 +281,7 @@ pub fn render_drop_in(header: &str, args: &[String]) -> String {
     }
     text.push_str(&format!(
         "GRUB_CMDLINE_LINUX_DEFAULT=\"${{GRUB_CMDLINE_LINUX_DEFAULT}} {}\"\n",
-        args.join(" ")
+        args.iter().map(|a| in_double_quotes(a)).collect::<Vec<_>>().join(" ")
     ));
     text
 }
@@ -227,7 +290,7 @@ pub fn render_drop_in(header: &str, args: &[String]) -> String {
 pub fn parse_drop_in(text: &str) -> Vec<String> {
     text.lines()
         .filter_map(|l| l.strip_prefix("GRUB_CMDLINE_LINUX_DEFAULT=\"${GRUB_CMDLINE_LINUX_DEFAULT}"))
-        .flat_map(|rest| split_cmdline(rest.trim_end_matches('"')))
+        .flat_map(|rest| split_cmdline(&rest.strip_suffix('"').unwrap_or(rest).replace("\\\"", "\"")))
         .collect()
 }
 
@@ -237,6 +300,34 @@ mod tests {
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()
+    }
+
+    #[test]
+    fn a_quoted_value_is_escaped_so_that_sourcing_yields_the_argument() {
+        let acs = "pci=\"config_acs=1@0:1.0;1@0:2.0\"";
+        let before = b"A=1\nGRUB_CMDLINE_LINUX=\"ro quiet\"\n";
+        let after = edit_assignment(before, CMDLINE_VAR, &Edit::Append { tokens: &s(&[acs]) });
+        assert_eq!(
+            after,
+            b"A=1\nGRUB_CMDLINE_LINUX=\"ro quiet pci=\\\"config_acs=1@0:1.0;1@0:2.0\\\"\"\n"
+        );
+        assert_eq!(assignment_args(&after, CMDLINE_VAR).unwrap(), s(&["ro", "quiet", acs]));
+        let back = edit_assignment(&after, CMDLINE_VAR, &Edit::Replace { old: acs, new: None });
+        assert_eq!(back, before, "taken back byte for byte");
+        let bare = edit_assignment(
+            b"GRUB_CMDLINE_LINUX=ro\n",
+            CMDLINE_VAR,
+            &Edit::Append { tokens: &s(&[acs]) },
+        );
+        assert_eq!(assignment_args(&bare, CMDLINE_VAR).unwrap(), s(&["ro", acs]));
+        let added = edit_assignment(b"", CMDLINE_VAR, &Edit::Append { tokens: &s(&[acs]) });
+        assert_eq!(assignment_args(&added, CMDLINE_VAR).unwrap(), s(&[acs]));
+        let drop_in = render_drop_in("x", &s(&["quiet", acs]));
+        assert!(
+            drop_in.contains("quiet pci=\\\"config_acs=1@0:1.0;1@0:2.0\\\"\"\n"),
+            "{drop_in}"
+        );
+        assert_eq!(parse_drop_in(&drop_in), s(&["quiet", acs]));
     }
 
     fn set(text: &[u8], token: Option<&str>) -> Vec<u8> {

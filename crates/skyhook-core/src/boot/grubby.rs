@@ -166,6 +166,9 @@ impl Originals {
     /// grubby-bls hosts): the record must be saved after this call.
     pub fn update_all(&mut self, host: &Host, add: &[String]) -> Result<()> {
         update(host, "ALL", add, &[])?;
+        if Flavor::detect(host) == Flavor::Bls {
+            escape_quoted_in_defaults(host, add)?;
+        }
         if !self.bls.is_empty() {
             self.bls.note_written(host)?;
         }
@@ -227,6 +230,66 @@ impl Originals {
         }
         Ok(changed)
     }
+}
+
+/// grubby-bls (8.40-69, `update_bls_fragment`) rewrites every line of
+/// `/etc/default/grub` starting with `GRUB_CMDLINE_LINUX` as
+/// `GRUB_CMDLINE_LINUX="<arguments>"` with the arguments as given, so a quoted value
+/// of ours (`pci="config_acs=…;…"`) would close the shell's quotes there and its `;`
+/// end the assignment when grub2-mkconfig sources the file. On those lines ours are
+/// written escaped ([`defaults::in_double_quotes`]), which sourcing reads as the
+/// argument; its `options` lines and `/etc/kernel/cmdline`, not read by a shell,
+/// carry the argument as given. Idempotent.
+fn escape_quoted_in_defaults(host: &Host, add: &[String]) -> Result<()> {
+    let quoted: Vec<&String> = add.iter().filter(|a| a.contains('"')).collect();
+    if quoted.is_empty() {
+        return Ok(());
+    }
+    let Some(text) = host.read(GRUB_DEFAULTS)? else {
+        return Ok(());
+    };
+    let mut out = Vec::with_capacity(text.len() + 16);
+    for line in text.split_inclusive(|b| *b == b'\n') {
+        if !line.starts_with(CMDLINE_VAR.as_bytes()) {
+            out.extend_from_slice(line);
+            continue;
+        }
+        let mut line = line.to_vec();
+        for a in &quoted {
+            let escaped = defaults::in_double_quotes(a);
+            line = replace_bytes(
+                &replace_bytes(&line, escaped.as_bytes(), a.as_bytes()),
+                a.as_bytes(),
+                escaped.as_bytes(),
+            );
+        }
+        out.extend_from_slice(&line);
+    }
+    if out != text {
+        log::info!(
+            "escaping the quotes of {} in {GRUB_DEFAULTS}'s {CMDLINE_VAR} for the shell that sources it",
+            quoted.iter().map(|a| a.as_str()).collect::<Vec<_>>().join(" ")
+        );
+        let mode = host.mode(GRUB_DEFAULTS)?.unwrap_or(0o644);
+        host.write(GRUB_DEFAULTS, &out, mode)?;
+    }
+    Ok(())
+}
+
+/// `text` with every `from` replaced by `to`.
+fn replace_bytes(text: &[u8], from: &[u8], to: &[u8]) -> Vec<u8> {
+    let mut out = Vec::with_capacity(text.len());
+    let mut i = 0;
+    while i < text.len() {
+        if !from.is_empty() && text[i..].starts_with(from) {
+            out.extend_from_slice(to);
+            i += from.len();
+        } else {
+            out.push(text[i]);
+            i += 1;
+        }
+    }
+    out
 }
 
 /// The arguments of `current` that putting `originals` on (grubby replaces an

@@ -14,12 +14,15 @@
 //!   `/etc/kernel/cmdline` too, before and after, given back exactly ([`super::bls`]).
 //! - GRUB defaults (RHEL-like without grubby): our arguments appended to
 //!   `GRUB_CMDLINE_LINUX` in `/etc/default/grub` (byte for byte; the original kept),
-//!   then `grub2-mkconfig`.
+//!   then `grub2-mkconfig`; `/etc/kernel/cmdline`, which grub2-mkconfig
+//!   `--update-bls-cmdline` rewrites, is recorded too and given back before the
+//!   regeneration that follows taking ours off (it then leaves the newer file).
 
 use std::path::Path;
 
 use serde::{Deserialize, Deserializer, Serialize};
 
+use super::bls::{FileEdit, KERNEL_CMDLINE, restore_file};
 use super::cmdline::key_of;
 use super::config::{BootConfig, Method};
 use super::defaults::{self, CMDLINE_VAR, Edit, GRUB_DEFAULTS, render_drop_in};
@@ -56,6 +59,12 @@ pub struct DefaultsEdit {
     pub file: SavedFile,
     /// What the package wrote.
     pub written: Content,
+    /// `/etc/kernel/cmdline` (what kernels installed later get) before, and what
+    /// grub2-mkconfig `--update-bls-cmdline` wrote into it from our defaults: given
+    /// back explicitly, not left to the next regeneration (`None`: a record of an
+    /// earlier version).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub kernel_cmdline: Option<FileEdit>,
 }
 
 /// Reads `method`, where records of earlier versions wrote `""` for "none".
@@ -165,6 +174,13 @@ impl OwnArgs<'_> {
         }
         self.make(record)?;
         self.boot.regenerate(self.host)?;
+        if let Some(DefaultsEdit {
+            kernel_cmdline: Some(k),
+            ..
+        }) = &mut record.defaults
+        {
+            k.written = self.host.read(KERNEL_CMDLINE)?.map(|b| Content::new(&b));
+        }
         if wanted.is_empty() {
             *record = ArgsRecord::default();
         }
@@ -192,6 +208,10 @@ impl OwnArgs<'_> {
                 record.defaults = Some(DefaultsEdit {
                     file,
                     written: Content::new(&written),
+                    kernel_cmdline: Some(FileEdit {
+                        file: SavedFile::capture(self.host, KERNEL_CMDLINE)?,
+                        written: None,
+                    }),
                 });
             }
             BootConfig::GrubDropIns { .. } => {}
@@ -243,6 +263,11 @@ impl OwnArgs<'_> {
                         }
                         Some(text)
                     })?;
+                    // Written after the defaults, so that the regeneration that follows
+                    // (which rewrites it only when older than them) leaves it.
+                    if let Some(k) = &edit.kernel_cmdline {
+                        restore_file(host, k, &record.args, &[])?;
+                    }
                 }
             }
             Some(Method::DropIn) if self.boot.method() != Method::DropIn => {
