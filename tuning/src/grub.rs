@@ -72,7 +72,20 @@ mod tests {
     fn refuses_quotes_newlines_and_shell_characters() {
         let e = parse("quiet\ndyndbg=\"x\"\na\rb\nfoo\\nbar\n$(reboot)\n=1\n").unwrap_err();
         assert_eq!(e.len(), 5, "{e:#?}");
-        assert!(e[0].contains("line 2") && e[0].contains("'\"'"), "{}", e[0]);
+        assert!(
+            e[0].contains("line 2") && e[0].contains("quotes a value that needs none"),
+            "{}",
+            e[0]
+        );
         assert!(e[1].contains("line 3") && e[1].contains("'\\r'"), "{}", e[1]);
+    }
+
+    #[test]
+    fn takes_a_value_holding_a_semicolon_double_quoted_as_a_whole() {
+        assert_eq!(
+            parse("pci=\"config_acs=1@0000:01:00.0;1@0000:02:00.0\"\n").unwrap(),
+            ["pci=\"config_acs=1@0000:01:00.0;1@0000:02:00.0\""]
+        );
+        assert!(parse("pci=config_acs=1@0000:01:00.0;1@0000:02:00.0\n").is_err());
     }
 }

@@ -183,7 +183,7 @@ fn every_bad_input_is_refused_before_any_change() {
             "\"nofiles\" is not a limits.conf item",
         ),
         ("ulimit.conf", b"nofile=\n", "there is no value after '=' for nofile"),
-        ("grub.conf", b"dyndbg=\"+p\"\n", "contains '\"'"),
+        ("grub.conf", b"dyndbg=\"+p\"\n", "quotes a value that needs none"),
         (
             "grub.conf",
             b"quiet\rsplash\n",
