@@ -28,20 +28,18 @@ use skyhook_core::{Host, Interrupt, Outcome, Result, Step};
 
 use crate::files::{self, Removed};
 use crate::input::Desired;
+use crate::ledger::{self, Ledger};
 use crate::paths::{FileKind, Paths};
 use crate::plan::{BootPlan, Plan};
 use crate::state::State;
-use crate::{grub, legacy, live, modprobe, modules, owners, shared, sysctl};
+use crate::{dirs, grub, legacy, live, modprobe, modules, pam, sysctl};
 
 /// config, with the files named by `paths`.
 pub fn config(step: &Step, paths: &Paths) -> Result<Outcome> {
     let host = &step.host;
     let desired = Desired::parse(&step.configmaps)?;
     hugepages::refuse_unregistrable(host, grub::KEY, &desired.grub)?;
-    let live = match &desired.sysctl {
-        Some(c) => sysctl::read_live(host, c)?,
-        None => Vec::new(),
-    };
+    let live = live::read(host, desired.sysctl.as_ref())?;
     let store = step.state();
     let before: State = store.load()?;
     let mut state = before.clone();
@@ -53,26 +51,11 @@ pub fn config(step: &Step, paths: &Paths) -> Result<Outcome> {
     let files = desired.files(paths);
     let plan = Plan::compute(step, paths, &desired, &files, &live, &state)?;
     let me = paths.entry();
-    let ledger_store = shared::store(host);
-    let mut ledger: shared::Ledger = ledger_store.load()?;
-    let mut intent = plan.intent(host, &desired, &state, &ledger.sysctl, &me);
+    let held = ledger::store(host).load::<Ledger>()?.sysctl;
+    let mut intent = plan.intent(host, &desired, &state, &held, &me);
     store.save_or_clear(&intent)?;
-    // Who holds each key, recorded before the values change (see crate::owners).
-    for s in &plan.sets {
-        let key = s.live.entry.a.key.as_path_str();
-        let original = &intent.sysctl[key].original;
-        owners::take(
-            ledger.sysctl.entry(key.to_string()).or_default(),
-            &me,
-            &s.live.entry.a.value,
-            original,
-        );
-    }
-    if !plan.sets.is_empty() {
-        ledger_store.save_or_clear(&ledger)?;
-    }
     // Kernel parameters first, so that a refused value changes nothing else.
-    let applied = match live::apply(host, &plan.sets, &mut intent, &before) {
+    let applied = match live::apply(host, &plan.sets, &plan.restores, &mut intent, &before, &me) {
         Ok(n) => n,
         Err(e) => {
             store.save_or_clear(&before)?;
@@ -103,8 +86,8 @@ struct Done {
     options_loaded: Vec<String>,
 }
 
-/// Carries out the rest of `plan` once its `applied` kernel parameters are set,
-/// recording the result in `intent`: the parameters to put back, files,
+/// Carries out the rest of `plan` once its kernel parameters are set and put back
+/// (`applied` of them set), recording the result in `intent`: files,
 /// pam_limits, one daemon-reload, the kernel arguments with one boot regeneration.
 fn apply(
     host: &Host,
@@ -115,26 +98,13 @@ fn apply(
     intent: &mut State,
     applied: usize,
 ) -> Result<Done> {
-    if !plan.restores.is_empty() {
-        let ledger_store = shared::store(host);
-        let mut ledger: shared::Ledger = ledger_store.load()?;
-        for (k, change) in &plan.restores {
-            live::give_back(host, k, change, &mut ledger.sysctl, &paths.entry())?;
-            intent.sysctl.remove(k);
-        }
-        ledger_store.save_or_clear(&ledger)?;
-    }
     for w in &plan.writes {
         host.write(w.path, w.file.content.as_bytes(), 0o644)?;
         log::info!("wrote {} (configMap key {})", w.path.display(), w.file.key);
     }
     let removed = files::remove(host, intent, &plan.removes)?;
-    shared::hand_over_dirs(host, &Default::default())?;
-    let pam_changed = if desired.ulimit.is_some() {
-        shared::ensure(host, &paths.name)?
-    } else {
-        shared::release(host, &paths.name)?
-    };
+    dirs::hand_over(host, &Default::default())?;
+    let pam_changed = pam::sync(host, &paths.name, desired.ulimit.is_some())?;
     if intent.pending.daemon_reload {
         Systemd::new(host).daemon_reload()?;
         intent.pending.daemon_reload = false;

@@ -27,10 +27,11 @@ use skyhook_core::{Checklist, Host, Outcome, Result, Step};
 
 use crate::dropin::DropIn;
 use crate::input::{Desired, WantedFile};
+use crate::ledger::{self, Ledger};
 use crate::legacy;
 use crate::modprobe::{self, ModprobeConf};
+use crate::pam;
 use crate::paths::Paths;
-use crate::shared;
 use crate::state::State;
 use crate::{grub, modules, owners, sysctl, ulimit};
 
@@ -48,7 +49,7 @@ pub fn config_check(step: &Step, paths: &Paths) -> Result<Outcome> {
         check_other_holders(host, &paths.entry(), conf, &mut c)?;
     }
     if desired.ulimit.is_some() {
-        match shared::missing(host)? {
+        match pam::missing(host)? {
             None => c.skip("pam_limits: no PAM session stack file on this host"),
             Some(missing) => {
                 c.expect(missing.is_empty(), || {
@@ -282,7 +283,7 @@ pub fn post_interrupt_check(step: &Step, paths: &Paths) -> Result<Outcome> {
 /// Keys of ours whose live value another entry of the engine set after us (two
 /// packages, or two entries, on one key): named, so the SCR's author keeps one.
 fn check_other_holders(host: &Host, me: &str, conf: &sysctl::SysctlConf, c: &mut Checklist) -> Result<()> {
-    let ledger: shared::Ledger = shared::store(host).load()?;
+    let ledger: Ledger = ledger::store(host).load()?;
     // Only a key another entry holds too can have been set by it: the live values of
     // those alone are read (usually none, so the check costs no read per key).
     let contested: Vec<_> = conf

@@ -28,8 +28,9 @@ use std::path::{Path, PathBuf};
 use skyhook_core::runtime::context::PreviousVersion;
 use skyhook_core::{Checklist, Outcome, Result, Step};
 
+use crate::ledger::{self, Ledger};
+use crate::pam;
 use crate::paths::{FileKind, Managed, Paths, SYSTEMD_DIR};
-use crate::shared;
 use crate::state::State;
 
 /// Every file of this entry on the node, at the paths this package or the bash
@@ -83,7 +84,7 @@ pub fn adopt(host: &skyhook_core::Host, paths: &Paths, state: &mut State) -> Res
     let mut adopted = false;
     for Managed { path: file, kind } in scan(host, paths)? {
         if kind == FileKind::Limits && is_bash_limits(host, paths, &file)? {
-            shared::adopt_bash_lines(host, &paths.name)?;
+            pam::adopt_bash_lines(host, &paths.name)?;
         }
         if state.footprint.files.contains(&file) {
             continue;
@@ -211,14 +212,14 @@ pub fn upgrade_check(step: &Step, paths: &Paths) -> Result<Outcome> {
             )
         });
         if kind == FileKind::Limits && is_bash_limits(host, paths, &file)? {
-            let ledger: shared::Ledger = shared::store(host).load()?;
+            let ledger: Ledger = ledger::store(host).load()?;
             let bash_line = host.list_dir("/etc/pam.d")?.iter().any(|f| {
                 f.starts_with("common-session")
                     && host
                         .read_to_string(Path::new("/etc/pam.d").join(f))
                         .ok()
                         .flatten()
-                        .is_some_and(|t| t.lines().any(|l| l == shared::BASH_LINE))
+                        .is_some_and(|t| t.lines().any(|l| l == pam::BASH_LINE))
             });
             c.expect(!bash_line || ledger.users.contains(&paths.name), || {
                 "the pam_limits line the bash package added to /etc/pam.d/common-session* is not recorded: \

@@ -5,32 +5,38 @@
 //! configMap exactly, the checks prove it, uninstall undoes it, and upgrade takes
 //! over a node tuned by the bash package (1.x).
 //!
-//! One module per concern: [`input`] parses and validates the whole configMap
-//! ([`sysctl`], [`ulimit`], [`dropin`], [`grub`], [`modprobe`]), [`apply`] is config (a
-//! [`plan`] computed before any change, then applied), [`live`] sets and puts back
-//! kernel parameters, [`files`] removes the package's files (the huge page sizes and
-//! reservations of `grub.conf` are core's `boot::hugepages`), [`modules`] the running
-//! kernel's modules (those `modprobe.conf` keeps out), [`checks`] the check modes,
-//! [`uninstall`] the removal, [`legacy`] the bash package's leftovers and the
-//! upgrade, [`shared`] what the node's tuning entries share (pam_limits,
-//! directories), [`state`] what was done, [`paths`] where the files live and what
-//! each one is.
+//! One module per concern, in the package layout (DESIGN.md): [`input`] parses and
+//! validates the whole configMap ([`sysctl`], [`ulimit`], [`dropin`], [`grub`],
+//! [`modprobe`]), [`plan`] computes config's changes from it and the node before any
+//! change, [`apply`] is config (the plan recorded, then carried out room by room,
+//! then reported), [`checks`] the check modes, [`uninstall`] the removal, [`legacy`]
+//! the bash package's leftovers and the upgrade, [`review`] what lint reads. The
+//! rooms config passes through once each: [`live`] the kernel parameters set live
+//! (read, set, put back, given back), [`files`] the package's files removed,
+//! [`pam`] pam_limits in the session stack, [`dirs`] directories handed over between
+//! entries, [`modules`] the running kernel's modules (those `modprobe.conf` keeps
+//! out); the huge page sizes and reservations of `grub.conf` are core's
+//! `boot::hugepages`. The records: [`state`] what this entry did, [`ledger`] what the
+//! node's tuning entries share, [`owners`] who holds each kernel parameter, [`paths`]
+//! where the files live and what each one is.
 
 pub mod apply;
 pub mod checks;
+pub mod dirs;
 pub mod dropin;
 pub mod files;
 pub mod grub;
 pub mod input;
+pub mod ledger;
 pub mod legacy;
 pub mod live;
 pub mod modprobe;
 pub mod modules;
 pub mod owners;
+pub mod pam;
 pub mod paths;
 pub mod plan;
 pub mod review;
-pub mod shared;
 pub mod state;
 pub mod sysctl;
 pub mod ulimit;

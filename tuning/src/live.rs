@@ -1,18 +1,82 @@
 // SPDX-License-Identifier: Apache-2.0
-//! Kernel parameters set live through `/proc/sys`: setting the configMap's values
-//! all or nothing (a value the kernel refuses puts back what was set before it),
-//! and putting back the value a parameter had before this package changed it.
+//! Kernel parameters set live through `/proc/sys`, one room on config's way through
+//! the node: [`read`] takes each entry's live value before the plan; [`apply`]
+//! carries out the plan's part (who holds each key recorded in the shared ledger,
+//! the values set all or nothing — a value the kernel refuses puts back what was set
+//! before it —, then the parameters no key sets any more given back); uninstall
+//! gives back all of them with [`give_back_all`].
 
-use skyhook_core::error::bad_line;
-use skyhook_core::formats::sysctl::{self as ksysctl, Key, WriteError};
 use std::collections::BTreeMap;
 
+use skyhook_core::error::bad_line;
+use skyhook_core::formats::sysctl::{self as ksysctl, Key, Presence, WriteError};
 use skyhook_core::{Error, Host, Result};
 
+use crate::ledger::{self, Ledger};
 use crate::owners::{self, Holders};
-
 use crate::state::{LiveChange, State};
-use crate::sysctl::{self, Live};
+use crate::sysctl::{self, Entry, SysctlConf};
+
+/// An entry with its live value, as config found it.
+#[derive(Debug, Clone)]
+pub struct Live {
+    /// The entry.
+    pub entry: Entry,
+    /// The live value; `None` for a `-` key this kernel does not have.
+    pub current: Option<String>,
+}
+
+/// Reads the live value of every entry. A key the kernel does not have (or a
+/// directory of keys) is bad input unless prefixed with `-`; all are reported.
+pub fn read(host: &Host, conf: Option<&SysctlConf>) -> Result<Vec<Live>> {
+    let Some(conf) = conf else {
+        return Ok(Vec::new());
+    };
+    let mut problems = Vec::new();
+    let mut out = Vec::with_capacity(conf.entries.len());
+    let keys: Vec<&Key> = conf.entries.iter().map(|e| &e.a.key).collect();
+    let values = ksysctl::read_many(host, &keys)?;
+    for (e, current) in conf.entries.iter().zip(values) {
+        if current.is_none() {
+            let what = match ksysctl::presence(host, &e.a.key)? {
+                Presence::Directory => "is a directory of kernel parameters, not a parameter",
+                _ => "does not exist in this kernel (is the module that provides it loaded?)",
+            };
+            if e.a.ignore_failure {
+                log::info!(
+                    "{} line {}: {} {what}; skipped as its '-' prefix asks",
+                    sysctl::KEY,
+                    e.a.line,
+                    e.a.key
+                );
+                out.push(Live {
+                    entry: e.clone(),
+                    current: None,
+                });
+            } else {
+                problems.push(bad_line(
+                    sysctl::KEY,
+                    e.a.line,
+                    &e.text,
+                    format!(
+                        "{} {what}; prefix the key with '-' to ignore it where it is missing",
+                        e.a.key
+                    ),
+                ));
+            }
+            continue;
+        }
+        out.push(Live {
+            entry: e.clone(),
+            current,
+        });
+    }
+    if problems.is_empty() {
+        Ok(out)
+    } else {
+        Err(Error::Input(problems))
+    }
+}
 
 /// A kernel parameter to set live, with the value it has now.
 #[derive(Debug, Clone)]
@@ -23,24 +87,11 @@ pub struct Set<'a> {
     pub current: String,
 }
 
-/// The entries of `live` whose live value differs from the wanted one.
-pub fn differing(live: &[Live]) -> Vec<Set<'_>> {
-    live.iter()
-        .filter_map(|l| {
-            let current = l.current.as_ref()?;
-            (!ksysctl::same_value(current, &l.entry.a.value)).then(|| Set {
-                live: l,
-                current: current.clone(),
-            })
-        })
-        .collect()
-}
-
 /// Lets `me` (`<kind>/<name>`) go of a kernel parameter it changed: the value goes
 /// to the latest other entry still holding the key (see [`owners`]), else back to
 /// the value it had before the first holder changed it, unless someone else changed
 /// it since (then it is left alone, with a warning). `held` is the shared ledger's.
-pub fn give_back(
+fn give_back(
     host: &Host,
     key: &str,
     change: &LiveChange,
@@ -74,7 +125,7 @@ pub fn give_back(
 
 /// Puts back the value a kernel parameter had before this package changed it,
 /// unless someone else changed it since (then it is left alone, with a warning).
-pub fn restore(host: &Host, key: &str, change: &LiveChange) -> Result<()> {
+fn restore(host: &Host, key: &str, change: &LiveChange) -> Result<()> {
     let key = Key::parse(key).map_err(|why| Error::action(format!("state holds a bad sysctl key {key:?}: {why}")))?;
     match ksysctl::read(host, &key)? {
         Some(now) if ksysctl::same_value(&now, &change.original) => {
@@ -114,10 +165,61 @@ fn refusal(live: &Live, e: WriteError) -> Error {
     }
 }
 
+/// Carries out config's part of the kernel parameters once `intent` (config's
+/// plan recorded as the state) is saved: records `me` (`<kind>/<name>`) as a holder
+/// of each key of `sets` in the shared ledger, sets them ([`set_all`]), then gives
+/// back `restores` ([`give_back_all`]). On a refusal the values set are put back
+/// and the error returned (the step's undo journal puts the ledger back). Returns
+/// how many were set.
+pub fn apply(
+    host: &Host,
+    sets: &[Set<'_>],
+    restores: &BTreeMap<String, LiveChange>,
+    intent: &mut State,
+    before: &State,
+    me: &str,
+) -> Result<usize> {
+    if !sets.is_empty() {
+        // Who holds each key, recorded before the values change (see crate::owners).
+        let store = ledger::store(host);
+        let mut held: Ledger = store.load()?;
+        for s in sets {
+            let key = s.live.entry.a.key.as_path_str();
+            owners::take(
+                held.sysctl.entry(key.to_string()).or_default(),
+                me,
+                &s.live.entry.a.value,
+                &intent.sysctl[key].original,
+            );
+        }
+        store.save_or_clear(&held)?;
+    }
+    let applied = set_all(host, sets, intent, before)?;
+    for k in restores.keys() {
+        intent.sysctl.remove(k);
+    }
+    give_back_all(host, restores, me)?;
+    Ok(applied)
+}
+
+/// Lets `me` go of every kernel parameter of `changes` ([`give_back`]), with one
+/// read and one write of the shared ledger.
+pub fn give_back_all(host: &Host, changes: &BTreeMap<String, LiveChange>, me: &str) -> Result<()> {
+    if changes.is_empty() {
+        return Ok(());
+    }
+    let store = ledger::store(host);
+    let mut ledger: Ledger = store.load()?;
+    for (key, change) in changes {
+        give_back(host, key, change, &mut ledger.sysctl, me)?;
+    }
+    store.save_or_clear(&ledger)
+}
+
 /// Sets `sets` live; on a failure (of a key without `-`), puts back what was set
 /// and fails. A `-` key that fails keeps the record `before` had. Returns how many
 /// were set.
-pub fn apply(host: &Host, sets: &[Set<'_>], state: &mut State, before: &State) -> Result<usize> {
+fn set_all(host: &Host, sets: &[Set<'_>], state: &mut State, before: &State) -> Result<usize> {
     let mut done: Vec<&Set<'_>> = Vec::new();
     for s in sets {
         let a = &s.live.entry.a;
@@ -158,7 +260,6 @@ fn put_back(host: &Host, done: &[&Set<'_>]) {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::sysctl::SysctlConf;
     use skyhook_core::HostError;
     use skyhook_core::formats::sysctl::Refusal;
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Kernel parameters that several entries of the tuning engine set live (two tuning
 //! entries, or tuning and nvidia-tuning-gke): who took each key, in order, with the
-//! value each set, kept in the engine's shared ledger ([`crate::shared`]).
+//! value each set, kept in the engine's shared ledger ([`crate::ledger`]).
 //!
 //! Without it, each entry records the live value it found as the key's original, so
 //! the second entry records the first one's value: 60 → tuning sets 10 →

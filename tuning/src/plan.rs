@@ -13,11 +13,10 @@ use skyhook_core::{Host, Result, Step};
 use crate::files;
 use crate::grub;
 use crate::input::{Desired, WantedFile};
-use crate::live::{self, Set};
+use crate::live::{Live, Set};
 use crate::owners::{self, Holders};
 use crate::paths::{FileKind, Managed, Paths};
 use crate::state::{LiveChange, State};
-use crate::sysctl::Live;
 
 /// A file to write: its path and what it must hold.
 #[derive(Debug, Clone, Copy)]
@@ -111,7 +110,7 @@ impl<'a> Plan<'a> {
         Ok(Plan {
             writes,
             removes,
-            sets: live::differing(live),
+            sets: differing(live),
             restores: restores(state, live),
             boot,
             legacy_grub,
@@ -159,6 +158,19 @@ impl<'a> Plan<'a> {
         intent.pending.boot_config |= self.boot.as_ref().is_some_and(|b| b.change) || self.legacy_grub;
         intent
     }
+}
+
+/// The entries of `live` whose live value differs from the wanted one.
+fn differing(live: &[Live]) -> Vec<Set<'_>> {
+    live.iter()
+        .filter_map(|l| {
+            let current = l.current.as_ref()?;
+            (!skyhook_core::formats::sysctl::same_value(current, &l.entry.a.value)).then(|| Set {
+                live: l,
+                current: current.clone(),
+            })
+        })
+        .collect()
 }
 
 /// The kernel parameters `state` records as changed that `live` no longer sets.

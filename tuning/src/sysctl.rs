@@ -5,8 +5,7 @@
 use std::collections::HashMap;
 
 use skyhook_core::error::bad_line;
-use skyhook_core::formats::sysctl::{self, Assignment, Key, Presence};
-use skyhook_core::{Error, Host, Result};
+use skyhook_core::formats::sysctl::{self, Assignment, Key};
 
 use crate::paths::Paths;
 
@@ -79,63 +78,6 @@ impl SysctlConf {
             .iter()
             .map(|e| (e.a.key.clone(), e.a.value.clone()))
             .collect()
-    }
-}
-
-/// An entry with its live value, as config found it.
-#[derive(Debug, Clone)]
-pub struct Live {
-    /// The entry.
-    pub entry: Entry,
-    /// The live value; `None` for a `-` key this kernel does not have.
-    pub current: Option<String>,
-}
-
-/// Reads the live value of every entry. A key the kernel does not have (or a
-/// directory of keys) is bad input unless prefixed with `-`; all are reported.
-pub fn read_live(host: &Host, conf: &SysctlConf) -> Result<Vec<Live>> {
-    let mut problems = Vec::new();
-    let mut out = Vec::with_capacity(conf.entries.len());
-    let keys: Vec<&Key> = conf.entries.iter().map(|e| &e.a.key).collect();
-    let values = sysctl::read_many(host, &keys)?;
-    for (e, current) in conf.entries.iter().zip(values) {
-        if current.is_none() {
-            let what = match sysctl::presence(host, &e.a.key)? {
-                Presence::Directory => "is a directory of kernel parameters, not a parameter",
-                _ => "does not exist in this kernel (is the module that provides it loaded?)",
-            };
-            if e.a.ignore_failure {
-                log::info!(
-                    "{KEY} line {}: {} {what}; skipped as its '-' prefix asks",
-                    e.a.line,
-                    e.a.key
-                );
-                out.push(Live {
-                    entry: e.clone(),
-                    current: None,
-                });
-            } else {
-                problems.push(bad_line(
-                    KEY,
-                    e.a.line,
-                    &e.text,
-                    format!(
-                        "{} {what}; prefix the key with '-' to ignore it where it is missing",
-                        e.a.key
-                    ),
-                ));
-            }
-            continue;
-        }
-        out.push(Live {
-            entry: e.clone(),
-            current,
-        });
-    }
-    if problems.is_empty() {
-        Ok(out)
-    } else {
-        Err(Error::Input(problems))
     }
 }
 

@@ -2,7 +2,7 @@
 //! configMap key `ulimit.conf`: user limits, `item=value` per line, written to a
 //! limits.d(5) file with the soft and the hard limit both set (the bash package set
 //! only the hard one, so the default soft limit stayed in force). pam_limits reads
-//! it when a session opens (see [`crate::shared`]).
+//! it when a session opens (see [`crate::pam`]).
 
 use std::collections::BTreeMap;
 

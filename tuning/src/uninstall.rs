@@ -10,9 +10,10 @@ use skyhook_core::host::systemd::Systemd;
 use skyhook_core::records::state::StateStore;
 use skyhook_core::{Checklist, Host, Interrupt, Outcome, Result, Step};
 
+use crate::ledger::{self, Ledger};
 use crate::paths::{FileKind, Managed, Paths};
 use crate::state::State;
-use crate::{files, grub, legacy, live, shared};
+use crate::{dirs, files, grub, legacy, live, pam};
 
 /// uninstall.
 pub fn uninstall(step: &Step, paths: &Paths) -> Result<Outcome> {
@@ -21,7 +22,7 @@ pub fn uninstall(step: &Step, paths: &Paths) -> Result<Outcome> {
     let mut state: State = store.load()?;
     // The ledger the entries share is read again below; a damaged one stops the
     // step here, before anything is undone.
-    shared::store(host).load::<shared::Ledger>()?;
+    ledger::store(host).load::<Ledger>()?;
     legacy::adopt(host, paths, &mut state)?;
     let grub_path = paths.grub();
     let files: Vec<Managed> = state
@@ -46,19 +47,11 @@ pub fn uninstall(step: &Step, paths: &Paths) -> Result<Outcome> {
     state.pending.boot_config |= needs_boot;
     store.save_or_clear(&state)?;
 
-    let changes: Vec<_> = std::mem::take(&mut state.sysctl).into_iter().collect();
-    if !changes.is_empty() {
-        let me = paths.entry();
-        let ledger_store = shared::store(host);
-        let mut ledger: shared::Ledger = ledger_store.load()?;
-        for (key, change) in &changes {
-            live::give_back(host, key, change, &mut ledger.sysctl, &me)?;
-        }
-        ledger_store.save_or_clear(&ledger)?;
-    }
+    let changes = std::mem::take(&mut state.sysctl);
+    live::give_back_all(host, &changes, &paths.entry())?;
     store.save_or_clear(&state)?;
     let removed = files::remove(host, &mut state, &files)?;
-    shared::release(host, &paths.name)?;
+    pam::sync(host, &paths.name, false)?;
     if state.pending.daemon_reload {
         Systemd::new(host).daemon_reload()?;
         state.pending.daemon_reload = false;
@@ -78,7 +71,7 @@ pub fn uninstall(step: &Step, paths: &Paths) -> Result<Outcome> {
         );
     }
     state.footprint.prune(host)?;
-    shared::hand_over_dirs(host, &state.footprint.dirs)?;
+    dirs::hand_over(host, &state.footprint.dirs)?;
     if !state.footprint.files.is_empty() {
         log::warn!(
             "could not remove: {}",
@@ -139,9 +132,9 @@ pub fn uninstall_check(step: &Step, paths: &Paths) -> Result<Outcome> {
             store.file().display()
         )
     });
-    let ledger: shared::Ledger = shared::store(host).load()?;
+    let ledger: Ledger = ledger::store(host).load()?;
     if ledger.users.is_empty() {
-        let marked = shared::marked(host)?;
+        let marked = pam::marked(host)?;
         c.expect(marked.is_empty(), || {
             format!(
                 "the pam_limits line this package added is still in {}: run uninstall",

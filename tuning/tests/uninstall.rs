@@ -60,7 +60,7 @@ fn uninstall_check_lists_what_remains() {
         "/etc/pam.d/common-session",
         format!(
             "{COMMON_SESSION}{}\nsession required pam_limits.so\n",
-            tuning::shared::MARKER
+            tuning::pam::MARKER
         ),
     );
     run(&n, "uninstall-check", 1)

@@ -1,26 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-//! What the tuning entries of a node share, kept in one ledger in the core state
-//! store (`/var/lib/skyhook-packages/tuning/_shared/state.json`; `_` never occurs in
-//! a package name):
-//!
-//! - pam_limits in the session stack: added where the distribution does not already
-//!   use it when the first entry with a `ulimit.conf` needs it, and taken back (only
-//!   what was added) when the last one no longer does;
-//! - directories an uninstalled entry created that still held another entry's files
-//!   (`/etc/security/limits.d`, say): removed once empty;
-//! - the kernel parameters entries set live, with who holds each ([`crate::owners`]),
-//!   nvidia-tuning-gke's entries included (it runs this engine).
+//! pam_limits in the session stack, which `ulimit.conf` needs: added where the
+//! distribution does not already use it when the first entry with a `ulimit.conf`
+//! needs it, taken back (only what was added) when the last one no longer does, and
+//! the line the bash package appended taken over. What was added, and for whom, is
+//! in the shared ledger ([`crate::ledger`]).
 
-use std::collections::{BTreeMap, BTreeSet};
-use std::path::{Path, PathBuf};
+use std::path::Path;
 
-use serde::{Deserialize, Serialize};
 use skyhook_core::formats::pam::{self, Appended, SESSION_FILES};
-use skyhook_core::records::footprint::Footprint;
-use skyhook_core::records::state::{Record, StateStore};
 use skyhook_core::{Host, Result};
 
-use crate::owners::Holders;
+use crate::ledger::{self, Ledger};
 
 /// The PAM module.
 pub const MODULE: &str = "pam_limits.so";
@@ -31,48 +21,14 @@ pub const MARKER: &str = "# Added by the Skyhook package tuning: apply /etc/secu
 /// The line the bash package appended to `/etc/pam.d/common-session*`.
 pub const BASH_LINE: &str = "session required pam_limits.so";
 
-/// What the node's tuning entries share.
-#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
-#[serde(default)]
-pub struct Ledger {
-    /// Text appended to PAM files.
-    pub added: Vec<Appended>,
-    /// The tuning entries (package names) that need pam_limits.
-    pub users: BTreeSet<String>,
-    /// Directories created by a tuning entry, to remove once empty.
-    pub dirs: BTreeSet<PathBuf>,
-    /// The kernel parameters entries set live, with who holds each ([`crate::owners`]).
-    pub sysctl: BTreeMap<String, Holders>,
-}
-
-impl Record for Ledger {
-    fn is_empty(&self) -> bool {
-        self.added.is_empty() && self.users.is_empty() && self.dirs.is_empty() && self.sysctl.is_empty()
+/// Makes pam_limits active for `name` when it `wanted`s it, else lets `name` go of
+/// it. Returns whether a PAM file changed.
+pub fn sync(host: &Host, name: &str, wanted: bool) -> Result<bool> {
+    if wanted {
+        ensure(host, name)
+    } else {
+        release(host, name)
     }
-}
-
-/// The ledger's store.
-pub fn store(host: &Host) -> StateStore<'_> {
-    skyhook_core::records::tuning_ledger::store(host)
-}
-
-/// Takes over `dirs` (created by an entry being uninstalled, still holding other
-/// entries' files), then removes every recorded directory that is empty.
-pub fn hand_over_dirs(host: &Host, dirs: &BTreeSet<PathBuf>) -> Result<()> {
-    let store = store(host);
-    if dirs.is_empty() && !store.exists() {
-        // Nothing recorded; an interrupted clear may still have left empty directories.
-        return store.clear();
-    }
-    let mut ledger: Ledger = store.load()?;
-    ledger.dirs.extend(dirs.iter().cloned());
-    let mut fp = Footprint {
-        files: Default::default(),
-        dirs: std::mem::take(&mut ledger.dirs),
-    };
-    fp.prune(host)?;
-    ledger.dirs = fp.dirs;
-    store.save_or_clear(&ledger)
 }
 
 /// The lines appended where pam_limits is missing.
@@ -82,8 +38,8 @@ pub fn lines() -> String {
 
 /// Makes pam_limits active in every session stack file that exists, for `name`.
 /// Returns whether a PAM file changed.
-pub fn ensure(host: &Host, name: &str) -> Result<bool> {
-    let store = store(host);
+fn ensure(host: &Host, name: &str) -> Result<bool> {
+    let store = ledger::store(host);
     let mut ledger: Ledger = store.load()?;
     ledger.users.insert(name.to_string());
     // Record the intent first: a run killed after appending still knows it did.
@@ -125,7 +81,7 @@ pub fn ensure(host: &Host, name: &str) -> Result<bool> {
 /// `name` no longer needs pam_limits; when no entry does, what was added is taken
 /// back. Returns whether a PAM file changed.
 pub fn release(host: &Host, name: &str) -> Result<bool> {
-    let store = store(host);
+    let store = ledger::store(host);
     if !store.exists() {
         store.clear()?;
         return Ok(false);
@@ -151,7 +107,7 @@ pub fn release(host: &Host, name: &str) -> Result<bool> {
 /// (it never recorded it): the exact line, alone on its line, is recorded as added
 /// for `name`. Returns whether any was found.
 pub fn adopt_bash_lines(host: &Host, name: &str) -> Result<bool> {
-    let store = store(host);
+    let store = ledger::store(host);
     let mut ledger: Ledger = store.load()?;
     let mut found = false;
     for file in host.list_dir("/etc/pam.d")? {
