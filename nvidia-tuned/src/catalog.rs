@@ -657,7 +657,7 @@ impl Catalog {
 /// The single `include=` of a catalog profile's `[main]` (catalog profiles include
 /// exactly one profile or none).
 fn include_of(text: &str) -> Option<String> {
-    let conf = tuned::conf::Conf::parse(text).ok()?;
+    let conf = tuned::engine::Conf::parse(text).ok()?;
     conf.include().map(|o| o.value.trim().to_string())
 }
 

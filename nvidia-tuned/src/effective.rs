@@ -100,7 +100,7 @@ fn classify(section: &str, option: &str, value: &str) -> Option<(SettingKind, bo
 pub fn settings_of(rendered: &Rendered, optional: &[String]) -> Effective {
     let mut settings: Vec<Setting> = Vec::new();
     for profile in rendered.profiles.iter().rev() {
-        let conf = tuned::conf::Conf::parse(&profile.text).expect("catalog profiles parse (catalog test)");
+        let conf = tuned::engine::Conf::parse(&profile.text).expect("catalog profiles parse (catalog test)");
         for section in &conf.sections {
             for opt in &section.options {
                 let Some((kind, needs_reboot)) = classify(&section.name, &opt.name, &opt.value) else {

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The nvidia-tuned package: NVIDIA's tuned profiles per accelerator × workload
 //! intent × cloud service × OS version, chosen per node, on the tuned package's
-//! engine in process. The configMap keys (`accelerator`, `intent`, `service`), the
+//! engine in process (`tuned::engine::run`, this package's work as its hooks). The configMap keys (`accelerator`, `intent`, `service`), the
 //! profile names and include chain are the original's (see README.md).
 //!
 //! The package layout (DESIGN.md): [`input`] the configMap read, [`keys`] the keys' names, [`plan`] the tuned

@@ -88,7 +88,7 @@ impl Desired {
             .iter()
             .map(|p| (p.name.clone(), p.text.clone().into_bytes()));
         let active = std::iter::once((
-            tuned::input::PROFILE_KEY.to_string(),
+            tuned::engine::PROFILE_KEY.to_string(),
             self.rendered.active.clone().into_bytes(),
         ));
         ConfigMaps::from_entries(profiles.chain(active))
@@ -96,19 +96,27 @@ impl Desired {
 
     /// The chain's bootloader options as tuned's plan lists those of the active
     /// profiles (`active <profile> [section] option=value`), in the order tuned loads
-    /// the chain (the base first), for `tuned::bootloader::kernel_args`.
+    /// the chain (the base first), for tuned's refusal of unregistrable huge pages.
     pub fn bootloader_chain(&self) -> Vec<String> {
         self.rendered
             .profiles
             .iter()
             .rev()
-            .filter_map(|p| tuned::conf::Conf::parse(&p.text).ok().map(|c| (p, c)))
+            .filter_map(|p| tuned::engine::Conf::parse(&p.text).ok().map(|c| (p, c)))
             .flat_map(|(p, c)| {
                 c.bootloader()
                     .into_iter()
                     .map(move |o| format!("active {} {o}", p.name))
             })
             .collect()
+    }
+
+    /// The tuned engine's whole request: [`Desired::configmaps`] and [`Desired::files`].
+    pub fn engine_request(&self) -> tuned::engine::EngineRequest {
+        tuned::engine::EngineRequest {
+            configmaps: self.configmaps(),
+            files: self.files(),
+        }
     }
 
     /// The files deployed with the profiles, by host path.
@@ -262,12 +270,6 @@ fn drop_missing_sysctls(host: &Host, optional: &[String], rendered: &mut Rendere
         p.text = kept;
     }
     Ok(())
-}
-
-/// The step the tuned engine runs: this package's kind, context and host, with the
-/// request in tuned's own keys.
-pub(crate) fn engine(step: &Step, configmaps: ConfigMaps) -> Step {
-    step.derived(step.kind(), configmaps)
 }
 
 /// The store of the tuned-main.conf originals.

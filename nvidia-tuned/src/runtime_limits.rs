@@ -19,7 +19,7 @@ use skyhook_core::formats::limits::{self, MainProcess, ProcessLimits, RESOURCES,
 use skyhook_core::formats::unitfile::{self, SERVICE_SECTIONS};
 use skyhook_core::host::systemd::Systemd;
 use skyhook_core::{Host, Result};
-use tuned::checks::Verify;
+use tuned::engine::Verify;
 
 use crate::plan::Desired;
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! apply and upgrade ([`install`]: tuned installed, enabled and started) and config
 //! ([`config`]): validate everything, deploy and reconcile, activate, say which interrupt
-//! the change needs. Also the entry point of a package that drives tuned as a
-//! library ([`config_with`]: nvidia-tuned).
+//! the change needs. [`config_with`] is config with further files, what
+//! [`crate::engine::run`] runs for a package that drives tuned as a library.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;

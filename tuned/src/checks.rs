@@ -54,8 +54,8 @@ pub fn config_check(step: &Step, verify: Verify) -> Result<()> {
     config_check_with(step, verify, &BTreeMap::new())
 }
 
-/// [`config_check`] for a package that drives tuned as a library: the same request
-/// as [`crate::config_with`] was given.
+/// [`config_check`] for a package that drives tuned as a library (through
+/// [`crate::engine::run`]): the same request as [`crate::apply::config_with`] was given.
 pub fn config_check_with(step: &Step, verify: Verify, files: &BTreeMap<PathBuf, Vec<u8>>) -> Result<()> {
     let host = &step.host;
     let mut request = Request::parse(&step.configmaps)?;

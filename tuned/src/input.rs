@@ -98,7 +98,7 @@ pub struct Request {
     /// so that nothing else is reported about them).
     pub broken: Vec<String>,
     /// Further files to deploy (0644), by host path: never from the configMap, only
-    /// from a package that drives tuned as a library ([`crate::config_with`]).
+    /// from a package that drives tuned as a library ([`crate::engine::run`]).
     pub files: BTreeMap<PathBuf, Vec<u8>>,
 }
 

@@ -5,32 +5,35 @@
 //! those of the bash package it replaces (see README.md).
 //!
 //! The package layout (DESIGN.md): [`input`] the configMap validated on its own,
-//! [`plan`] the request checked against the node into a deployment, [`apply`] config
-//! (deploy and reconcile, activate), [`checks`] config-check and post-interrupt-check,
-//! [`uninstall`] the removal, [`review`] what lint reads. The domain: [`service`] the
-//! tuned distribution package and its package manager, [`conf`] tuned's profile format, [`layout`]
-//! the installed tuned and its profile directories, [`deploy`] the deployed files and
-//! their state, [`activate`] the active profile and tuned's log, [`bootloader`] the
-//! kernel arguments of the active profiles.
+//! `plan` the request checked against the node into a deployment, `apply` config
+//! (deploy and reconcile, activate), `checks` config-check and post-interrupt-check,
+//! `uninstall` the removal, `review` what lint reads; [`engine`] the one entry point
+//! of a package that drives tuned as a library (nvidia-tuned), its hooks inside
+//! tuned's flow. The domain: `service` the tuned distribution package and its package
+//! manager, [`conf`] tuned's profile format, [`layout`] the installed tuned and its
+//! profile directories, `deploy` the deployed files and their state, [`activate`] the
+//! active profile and tuned's log, [`bootloader`] the kernel arguments of the active
+//! profiles. Only `engine` is for other packages; the other public modules are for
+//! this crate's tests and benches.
 
 pub mod activate;
-pub mod apply;
+pub(crate) mod apply;
 pub mod bootloader;
-pub mod checks;
+pub(crate) mod checks;
 pub mod conf;
-pub mod deploy;
+pub(crate) mod deploy;
+pub mod engine;
 pub mod input;
 pub mod layout;
-pub mod plan;
-pub mod review;
-pub mod service;
-pub mod uninstall;
+pub(crate) mod plan;
+pub(crate) mod review;
+pub(crate) mod service;
+pub(crate) mod uninstall;
 
 use skyhook_core::runtime::run::Handler;
 use skyhook_core::{Mode, Outcome, Package};
 
 use apply::config;
-pub use apply::config_with;
 
 /// The tuned package.
 pub struct Tuned;

@@ -117,7 +117,7 @@ pub fn decide_with(
             "{} already expands $tuned_params (tuned's bootloader plugin sets it, {} passes it): {} is not \
              written, as its arguments would appear twice on the kernel command line",
             super::native::GRUB_CFG,
-            tuned::bootloader::GRUB_DEFAULTS,
+            tuned::engine::GRUB_DEFAULTS,
             path.display()
         );
         rendered.files.remove(index);

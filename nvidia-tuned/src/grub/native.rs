@@ -15,7 +15,7 @@ pub const GRUB_CFG: &str = "/boot/grub/grub.cfg";
 
 /// Whether GRUB on `host` already expands tuned's `$tuned_params` (see the module).
 pub fn expands_tuned_params(host: &Host) -> Result<bool> {
-    let Some(defaults) = host.read(tuned::bootloader::GRUB_DEFAULTS)? else {
+    let Some(defaults) = host.read(tuned::engine::GRUB_DEFAULTS)? else {
         return Ok(false);
     };
     if !active_lines(&defaults).any(|l| l.contains("\\$tuned_params")) {
@@ -78,7 +78,7 @@ mod tests {
 
     #[test]
     fn both_files_must_carry_tuned_params() {
-        let defaults = tuned::bootloader::GRUB_DEFAULTS;
+        let defaults = tuned::engine::GRUB_DEFAULTS;
         let (_d, h) = host(&[(defaults, DEFAULTS_WITH_TUNED), (GRUB_CFG, CFG_EXPANDING)]);
         assert!(expands_tuned_params(&h).unwrap());
         let cases: &[(&str, &[(&str, &str)])] = &[

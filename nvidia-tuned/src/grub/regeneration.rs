@@ -26,8 +26,8 @@ use std::path::PathBuf;
 use skyhook_core::boot::config::BootConfig;
 use skyhook_core::os::distro::Family;
 use skyhook_core::{Error, Host, Interrupt, Result, Step};
-use tuned::activate::BOOTCMDLINE;
-use tuned::deploy::State as TunedState;
+use tuned::engine::BOOTCMDLINE;
+use tuned::engine::State as TunedState;
 
 use super::bootloader_step;
 use crate::catalog::{Catalog, Rendered};
@@ -289,7 +289,7 @@ fn chain_args(rendered: &Rendered) -> Vec<String> {
     rendered
         .profiles
         .iter()
-        .filter_map(|p| tuned::conf::Conf::parse(&p.text).ok().map(|c| (p, c)))
+        .filter_map(|p| tuned::engine::Conf::parse(&p.text).ok().map(|c| (p, c)))
         .flat_map(|(p, c)| c.bootloader().into_iter().map(move |o| format!("{} {o}", p.name)))
         .collect()
 }
