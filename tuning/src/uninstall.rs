@@ -51,7 +51,7 @@ pub fn uninstall(step: &Step, paths: &Paths) -> Result<Outcome> {
     live::give_back_all(host, &changes, &paths.entry())?;
     store.save_or_clear(&state)?;
     let removed = files::remove(host, &mut state, &files)?;
-    pam::sync(host, &paths.name, false)?;
+    pam::release(host, &paths.name)?;
     if state.pending.daemon_reload {
         Systemd::new(host).daemon_reload()?;
         state.pending.daemon_reload = false;
