@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The kill-point harness (crash consistency): runs a mode once under `strace` to
 //! list the step's mutating system calls, then, for each of them (or every Nth) and
-//! for each of [`SIGNALS`] (SIGKILL: the pod killed, the node losing power; SIGTERM:
-//! the agent or the kubelet stopping the step), starts again from the same tree, has
+//! for [`SIGNALS`] (SIGKILL: the pod killed, the node losing power; SIGTERM: the
+//! agent or the kubelet stopping the step, where it tells more, below), starts again from the same tree, has
 //! strace send the signal to the step at exactly that call, waits until whatever the step had started has ended (host tools finish
 //! their work), runs the mode again normally and requires the node to end exactly where
 //! the uninterrupted run ended: same host tree (contents, modes, symlinks, live
@@ -15,6 +15,16 @@
 //! (`calls.log`), timestamps (a [`Tree`] holds none) and whatever a scenario lists
 //! with [`KillPoints::ignoring`] (e.g. a stand-in's log of service restarts).
 //!
+//! SIGTERM is sent only where it can end the step otherwise than the SIGKILL at the
+//! next mutating call ([`Call::term_tells_more`]): strace delivers SIGTERM as the
+//! call returns, and a step that neither blocks nor handles SIGTERM dies right
+//! there, before anything else changes the node, which is the node that SIGKILL
+//! before the next mutating call leaves. So SIGTERM is tried where the step blocks
+//! it (the process supervisor takes it and passes it on to the child), where it
+//! handles it, at every call that starts a process or thread, at the last call, and
+//! at every point of a sampled campaign (where the next call is not tried); the
+//! uninterrupted run's trace tells which (`rt_sigprocmask`, `rt_sigaction`).
+//!
 //! [`AT_MOST_VAR`] caps every campaign's kill points for a whole run: the aarch64
 //! step of `.ci/run` sets it, where each step runs under qemu-user emulation and the
 //! native suite has already tried every campaign at up to its own count.
@@ -25,6 +35,10 @@ use std::time::Duration;
 
 use crate::saved::Saved;
 use crate::{Node, Tree, limited};
+
+/// System calls that change what SIGTERM does to the step, traced beside [`MUTATING`]
+/// in the uninterrupted run ([`Call::term_taken`]).
+const SIGNAL_STATE: &str = "rt_sigprocmask,rt_sigaction";
 
 /// System calls that change the node, the way strace spells them (`?`: may not
 /// exist on this architecture).
@@ -56,6 +70,22 @@ pub struct Call {
     pub ordinal: usize,
     /// The strace line, node paths shortened to host paths.
     pub line: String,
+    /// Whether the step blocked or handled SIGTERM when it made this call.
+    pub term_taken: bool,
+}
+
+impl Call {
+    /// Whether this call starts a process or a thread.
+    fn starts_a_task(&self) -> bool {
+        matches!(self.name.as_str(), "clone" | "clone3" | "fork" | "vfork" | "execve")
+    }
+
+    /// Whether SIGTERM here can end the step otherwise than SIGKILL at the next
+    /// mutating call (`next_killed`: that call is a kill point of the campaign). Not
+    /// at an open that would empty the simulated `/proc/sys` ([`empties_simulated_proc_sys`]).
+    pub fn term_tells_more(&self, next_killed: bool) -> bool {
+        !empties_simulated_proc_sys(self) && (!next_killed || self.term_taken || self.starts_a_task())
+    }
 }
 
 /// A kill-point campaign over one mode of one node, configured by its builder methods.
@@ -141,9 +171,13 @@ impl<'a> KillPoints<'a> {
             converged: 0,
             failures: Vec::new(),
         };
+        let mut term_points = 0;
         for call in calls.iter().step_by(stride) {
+            let next_killed = stride == 1 && call.index + 1 < calls.len();
+            let term = call.term_tells_more(next_killed);
+            term_points += usize::from(term);
             for signal in SIGNALS {
-                if signal.0 == "TERM" && empties_simulated_proc_sys(call) {
+                if signal.0 == "TERM" && !term {
                     continue;
                 }
                 saved.restore();
@@ -161,10 +195,11 @@ impl<'a> KillPoints<'a> {
             "kill points",
             &report.mode,
             format!(
-                "{} mutating calls; {} kill points × SIGKILL and SIGTERM (every {}): {} runs, {} converged",
+                "{} mutating calls; {} kill points × SIGKILL (every {}), {} of them × SIGTERM: {} runs, {} converged",
                 report.mutating,
                 calls.len().div_ceil(stride),
                 stride,
+                term_points,
                 report.tried,
                 report.converged
             ),
@@ -176,7 +211,7 @@ impl<'a> KillPoints<'a> {
     fn enumerate(&self) -> Vec<Call> {
         let log = self.node.copy_dir().parent().expect("node dir").join("strace.log");
         let out = limited::run(
-            self.straced(&["-y", "-e", &format!("trace={MUTATING}")], &log),
+            self.straced(&["-y", "-e", &format!("trace={MUTATING},{SIGNAL_STATE}")], &log),
             STEP_LIMIT,
         );
         assert_eq!(
@@ -479,6 +514,7 @@ pub fn mutating_calls(log: &str, node: &Node) -> Vec<Call> {
     let mut seen = std::collections::BTreeMap::<String, usize>::new();
     let mut opened = std::collections::BTreeMap::<String, (usize, String)>::new();
     let mut calls: Vec<Call> = Vec::new();
+    let mut term = TermState::default();
     for line in log.lines() {
         let Some((name, args)) = line.split_once('(') else {
             continue;
@@ -487,6 +523,9 @@ pub fn mutating_calls(log: &str, node: &Node) -> Vec<Call> {
             || line.starts_with("+++")
             || !name.chars().all(|c| c.is_ascii_alphanumeric() || c == '_')
         {
+            continue;
+        }
+        if term.follow(name, args) {
             continue;
         }
         let ordinal = seen.entry(name.to_string()).or_default();
@@ -515,9 +554,65 @@ pub fn mutating_calls(log: &str, node: &Node) -> Vec<Call> {
             name: name.to_string(),
             ordinal,
             line: shorten(line, node),
+            term_taken: term.taken(),
         });
     }
     calls
+}
+
+/// What the step has done to SIGTERM so far, read from its `rt_sigprocmask` and
+/// `rt_sigaction` calls as strace prints them (`rt_sigprocmask(SIG_BLOCK, [INT TERM
+/// CHLD], [], 8) = 0`, `~[]` for every signal; `rt_sigaction(SIGTERM, {sa_handler=…`).
+#[derive(Default)]
+struct TermState {
+    blocked: bool,
+    handled: bool,
+}
+
+impl TermState {
+    /// Follows one traced call; true when it was one of [`SIGNAL_STATE`] (no kill
+    /// point). A call that failed changes nothing.
+    fn follow(&mut self, name: &str, args: &str) -> bool {
+        let succeeded = args.trim_end().ends_with("= 0");
+        match name {
+            "rt_sigprocmask" => {
+                let mut fields = args.splitn(2, ", ");
+                let how = fields.next().unwrap_or("");
+                let set = fields.next().and_then(term_in_set);
+                match (succeeded, how, set) {
+                    (true, "SIG_BLOCK", Some(true)) => self.blocked = true,
+                    (true, "SIG_UNBLOCK", Some(true)) => self.blocked = false,
+                    (true, "SIG_SETMASK", Some(in_set)) => self.blocked = in_set,
+                    _ => {}
+                }
+                true
+            }
+            "rt_sigaction" => {
+                if succeeded && args.starts_with("SIGTERM, {") {
+                    let action = &args["SIGTERM, {".len()..];
+                    self.handled = !action.starts_with("sa_handler=SIG_DFL");
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+
+    fn taken(&self) -> bool {
+        self.blocked || self.handled
+    }
+}
+
+/// Whether the signal set that starts `text` (`[INT TERM]`, `~[RTMIN]`) holds
+/// SIGTERM; `None` for `NULL` or anything else.
+fn term_in_set(text: &str) -> Option<bool> {
+    let (complement, rest) = match text.strip_prefix('~') {
+        Some(rest) => (true, rest),
+        None => (false, text),
+    };
+    let listed = rest.strip_prefix('[')?.split_once(']')?.0;
+    let named = listed.split_whitespace().any(|s| s == "TERM" || s == "SIGTERM");
+    Some(named != complement)
 }
 
 /// The path of the file descriptor a call's first argument names (`3</a/b>`, `-y`).
@@ -600,6 +695,68 @@ mod tests {
             .collect();
         let expected = [("openat", 1), ("openat", 2), ("write", 2)];
         assert_eq!(calls, expected.map(|(name, o)| (name.to_string(), o)));
+    }
+
+    #[test]
+    fn sigterm_counts_as_taken_while_blocked_or_handled_only() {
+        let n = Node::new("/bin/true");
+        let root = n.root().display().to_string();
+        let write =
+            |f: &str| format!("openat(AT_FDCWD</>, \"{root}/etc/{f}\", O_WRONLY|O_CREAT, 0644) = 3<{root}/etc/{f}>\n");
+        let log = [
+            write("plain"),
+            "rt_sigprocmask(SIG_BLOCK, [INT TERM CHLD], [], 8) = 0\n".into(),
+            write("blocked"),
+            "rt_sigprocmask(SIG_BLOCK, ~[], [INT TERM CHLD], 8) = 0\n".into(),
+            "rt_sigprocmask(SIG_SETMASK, [INT TERM CHLD], NULL, 8) = 0\n".into(),
+            write("still-blocked"),
+            "rt_sigprocmask(SIG_SETMASK, [], NULL, 8) = 0\n".into(),
+            "rt_sigprocmask(SIG_BLOCK, ~[TERM], [], 8) = 0\n".into(),
+            write("all-but-term-blocked"),
+            "rt_sigprocmask(SIG_UNBLOCK, [TERM], NULL, 8) = -1 EINVAL (Invalid argument)\n".into(),
+            "rt_sigaction(SIGTERM, {sa_handler=0x55d1c0, sa_mask=~[RTMIN RT_1], sa_flags=SA_RESTORER, sa_restorer=0x7f}, NULL, 8) = 0\n".into(),
+            write("handled"),
+            "rt_sigaction(SIGTERM, {sa_handler=SIG_DFL, sa_mask=[], sa_flags=SA_RESTORER, sa_restorer=0x7f}, NULL, 8) = 0\n".into(),
+            write("default-again"),
+        ]
+        .concat();
+        let taken: Vec<(String, bool)> = mutating_calls(&log, &n)
+            .into_iter()
+            .map(|c| (c.line.split('"').nth(1).unwrap_or_default().to_string(), c.term_taken))
+            .collect();
+        let expected = [
+            ("/etc/plain", false),
+            ("/etc/blocked", true),
+            ("/etc/still-blocked", true),
+            ("/etc/all-but-term-blocked", false),
+            ("/etc/handled", true),
+            ("/etc/default-again", false),
+        ];
+        assert_eq!(taken, expected.map(|(p, t)| (p.to_string(), t)));
+    }
+
+    #[test]
+    fn sigterm_is_tried_only_where_it_can_end_the_step_otherwise_than_the_next_sigkill() {
+        let call = |name: &str, term_taken: bool| Call {
+            index: 0,
+            name: name.into(),
+            ordinal: 2,
+            line: format!("{name}(...)"),
+            term_taken,
+        };
+        assert!(
+            !call("write", false).term_tells_more(true),
+            "the next call's SIGKILL leaves the same node"
+        );
+        assert!(
+            call("write", false).term_tells_more(false),
+            "last call, or a sampled campaign"
+        );
+        assert!(call("write", true).term_tells_more(true), "blocked or handled");
+        assert!(call("clone3", false).term_tells_more(true), "a process starts");
+        let mut proc_sys = call("openat", true);
+        proc_sys.line = "openat(AT_FDCWD</>, \"/r/proc/sys/vm/x\", O_WRONLY|O_TRUNC) = 3".into();
+        assert!(!proc_sys.term_tells_more(false));
     }
 
     #[test]
