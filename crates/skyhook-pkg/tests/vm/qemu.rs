@@ -30,6 +30,12 @@ const LIB_DIRS: [&str; 2] = ["usr/lib/x86_64-linux-gnu", "lib/x86_64-linux-gnu"]
 /// The UEFI firmware of arm64 guests, in the unpacked tree (qemu-efi-aarch64).
 const AARCH64_UEFI: &str = "usr/share/qemu-efi-aarch64/QEMU_EFI.fd";
 
+/// The x86_64 guests' CPU model: the x86-64 baseline that Debian builds for. Under
+/// TCG the guest's libraries and kernel then take their baseline code paths, which
+/// emulate faster than the vector extensions of `-cpu max`: the same boot ran
+/// measurably shorter (each run's progress lines give every boot's time).
+const X86_64_CPU: &str = "qemu64";
+
 /// What is unpacked for, and passed to, the qemu of one guest architecture.
 struct Flavour {
     /// The packages unpacked; their `lib*` dependencies missing here are added.
@@ -232,7 +238,7 @@ impl Qemu {
             }
         }
         match self.arch {
-            Arch::X86_64 => cmd.args(["-cpu", cpu.unwrap_or("max")]),
+            Arch::X86_64 => cmd.args(["-cpu", cpu.unwrap_or(X86_64_CPU)]),
             Arch::Arm64 => {
                 let uefi = match &self.tree {
                     Some(tree) => tree.join(AARCH64_UEFI),
