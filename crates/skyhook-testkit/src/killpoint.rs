@@ -2,11 +2,12 @@
 //! The kill-point harness (crash consistency): runs a mode once under `strace` to
 //! list the step's mutating system calls, then, for each of them (or every Nth) and
 //! for [`SIGNALS`] (SIGKILL: the pod killed, the node losing power; SIGTERM: the
-//! agent or the kubelet stopping the step, where it tells more, below), starts again from the same tree, has
-//! strace send the signal to the step at exactly that call, waits until whatever the step had started has ended (host tools finish
-//! their work), runs the mode again normally and requires the node to end exactly where
-//! the uninterrupted run ended: same host tree (contents, modes, symlinks, live
-//! values in the fake `/proc/sys`, package state), same stand-in state, no
+//! agent or the kubelet stopping the step, where it tells more, below), starts
+//! again from the same tree, has strace send the signal to the step at exactly that
+//! call, waits until whatever the step had started has ended (host tools finish
+//! their work), runs the mode again normally and requires the node to end exactly
+//! where the uninterrupted run ended: same host tree (contents, modes, symlinks,
+//! live values in the fake `/proc/sys`, package state), same stand-in state, no
 //! `*.skyhook-tmp*` file anywhere, and the check mode passing.
 //!
 //! Only the step's own process is traced (not `-f`): its helper threads only relay
