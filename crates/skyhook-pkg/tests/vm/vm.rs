@@ -226,9 +226,9 @@ fn build_payload(cache: &Path, arch: Arch) -> Result<PathBuf, String> {
 }
 
 /// The release profile of the guest's `skyhook-pkg` ([`build_payload`]): no fat LTO,
-/// many codegen units, `opt-level=0`. Measured cold for aarch64, it builds in about
-/// a third of the time of `opt-level=1` and validates a package a little over twice as
-/// slowly under emulation (a fraction of a second). CI always builds cold, and the
+/// many codegen units, `opt-level=0`. Measured cold for aarch64, it builds markedly
+/// faster than at `opt-level=1` and validates a package more slowly under emulation
+/// (a fraction of a second). CI always builds cold, and the
 /// tier's guests run the agent a few dozen times in all: the build is the cost that
 /// counts. Each run's progress line gives the build's time.
 const AGENT_PROFILE: [(&str, &str); 3] = [
