@@ -23,11 +23,20 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 
-use crate::build::dist;
+use crate::build::{dist, platform};
 use crate::error::{TestError, ToolError};
 use crate::workspace;
 use harness::Harness;
 use pool::{Binary, Test};
+
+/// The cargo setting of the tests' optimisation level, and the level used for tests
+/// of another architecture when the caller does not set it: under qemu-user,
+/// unoptimised code runs many times slower than natively, and the kill-point
+/// campaigns run the packages' code hundreds of times. `opt-level=1` keeps debug
+/// assertions and overflow checks; measured on the aarch64 step, its longer build
+/// cost less than the run saved (the step's time in `.ci/run`'s table).
+const OPT_LEVEL_VAR: &str = "CARGO_PROFILE_TEST_OPT_LEVEL";
+const EMULATED_OPT_LEVEL: &str = "1";
 
 /// How long one test may run (under emulation, the longest kill-point campaign of
 /// the workspace takes about 3 min on the development machine).
@@ -78,6 +87,11 @@ pub fn run(
 /// when the build failed (cargo has said why).
 fn build(target: &str, cargo_args: &[String]) -> Result<Option<Vec<Binary>>, ToolError> {
     let mut cmd = dist::cargo_for(&workspace::root(), &["test"], target)?;
+    let host = dist::host_triple()?;
+    if platform::triple_arch(&host) != platform::triple_arch(target) && std::env::var_os(OPT_LEVEL_VAR).is_none() {
+        errln!("tests of another architecture, run under emulation: {OPT_LEVEL_VAR}={EMULATED_OPT_LEVEL}");
+        cmd.env(OPT_LEVEL_VAR, EMULATED_OPT_LEVEL);
+    }
     cmd.args(["--no-run", "--message-format=json-render-diagnostics"])
         .args(cargo_args)
         .stdout(Stdio::piped())
