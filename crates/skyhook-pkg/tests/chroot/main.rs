@@ -28,7 +28,7 @@ mod shellscript;
 mod tuned;
 mod tuning;
 
-use skyhook_pkg_support::{debian, emulation};
+use skyhook_pkg_support::{debian, emulation, grub_probe};
 
 use std::collections::BTreeMap;
 use std::fs;
@@ -247,8 +247,8 @@ impl Node {
     /// `/boot/grub/grub.cfg` as a node has it.
     ///
     /// A chroot has no block devices, so `grub-probe` — the one GRUB tool that asks the
-    /// kernel which disk holds `/` — is replaced by a wrapper describing a disk
-    /// (`/dev/vda1`, ext4, msdos). `update-grub`, `grub-mkconfig` and its scripts are
+    /// kernel which disk holds `/` — is replaced by a stand-in describing a disk
+    /// (`/dev/vda1`, ext4, msdos: [`grub_probe`]). `update-grub`, `grub-mkconfig` and its scripts are
     /// the root's own.
     pub fn install_grub(&self) {
         let grub = match self.arch {
@@ -259,23 +259,7 @@ impl Node {
             "export DEBIAN_FRONTEND=noninteractive; apt-get update -q >/dev/null \
              && apt-get install -y -q --no-install-recommends {grub} >/dev/null"
         ));
-        self.write(
-            "/usr/sbin/grub-probe",
-            "#!/bin/sh
-# chroot tier: the disk a real node would have (no block devices in a chroot)
-             for a in \"$@\"; do case \"$a\" in
-               --target=device) echo /dev/vda1; exit 0;;
-               --target=fs) echo ext2; exit 0;;
-               --target=fs_uuid) echo 5c1e7f00-5ca1-4e5e-9a11-5ce4a7105000; exit 0;;
-               --target=partmap) echo msdos; exit 0;;
-               --target=abstraction) exit 0;;
-               --target=drive) echo '(hd0,msdos1)'; exit 0;;
-               --target=compatibility_hint) echo hd0,msdos1; exit 0;;
-               --target=*) exit 0;;
-             esac; done
-exit 1
-",
-        );
+        self.write("/usr/sbin/grub-probe", &grub_probe::script(1));
         self.chmod("/usr/sbin/grub-probe", 0o755);
         let arch = self.arch.debian();
         self.write(

@@ -94,22 +94,44 @@ impl Arch {
         }
     }
 
-    /// The guest's commands (in the provisioning boot) that install GRUB on the boot
-    /// disk `/dev/vda`.
-    pub fn grub_install(self) -> &'static str {
+    /// The partition of the root file system on the boot disk (1-based): after the
+    /// EFI system partition on a UEFI disk.
+    pub fn root_partition(self) -> u32 {
+        match self.esp_bytes() {
+            None => 1,
+            Some(_) => 2,
+        }
+    }
+
+    /// GRUB's platform (`/usr/lib/grub/<platform>`, `grub-mkimage -O`).
+    pub fn grub_platform(self) -> &'static str {
         match self {
-            Arch::X86_64 => {
-                "echo 'grub-pc grub-pc/install_devices multiselect /dev/vda' | debconf-set-selections\n\
-                 grub-install --target=i386-pc /dev/vda\n"
-            }
-            Arch::Arm64 => {
-                "mkfs.vfat -F 32 -n ESP /dev/vda1\n\
-                 mkdir -p /boot/efi\n\
-                 echo \"UUID=$(blkid -s UUID -o value /dev/vda1) /boot/efi vfat umask=0077 0 2\" >> /etc/fstab\n\
-                 mount /boot/efi\n\
-                 grub-install --target=arm64-efi --efi-directory=/boot/efi --removable --no-nvram\n\
-                 test -f /boot/efi/EFI/BOOT/BOOTAA64.EFI\n"
-            }
+            Arch::X86_64 => "i386-pc",
+            Arch::Arm64 => "arm64-efi",
+        }
+    }
+
+    /// The modules GRUB's first stage carries, as `grub-install` would choose them for
+    /// the guest's disk: the disk driver (BIOS), the msdos partition table, ext4 (GRUB's
+    /// `ext2`) and the search by UUID its embedded configuration runs; GRUB loads the
+    /// rest from `/boot/grub/<platform>/`.
+    pub fn grub_core_modules(self) -> &'static [&'static str] {
+        match self {
+            Arch::X86_64 => &["biosdisk", "part_msdos", "ext2", "search_fs_uuid"],
+            Arch::Arm64 => &["part_msdos", "ext2", "search_fs_uuid"],
+        }
+    }
+
+    /// Where the image build has GRUB write its first stage in the root: x86_64's
+    /// `core.img` where `grub-install` keeps it (the disk build embeds it and
+    /// `boot.img` before the partition); arm64's `BOOTAA64.EFI` in a staging tree the
+    /// build moves out of the root and into the EFI system partition, at the removable
+    /// media path UEFI boots without any NVRAM entry (qemu keeps no NVRAM between
+    /// boots).
+    pub fn grub_first_stage(self) -> &'static str {
+        match self {
+            Arch::X86_64 => "/boot/grub/i386-pc/core.img",
+            Arch::Arm64 => "/tmp/skyhook-vm-esp/EFI/BOOT/BOOTAA64.EFI",
         }
     }
 }

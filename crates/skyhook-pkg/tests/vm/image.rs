@@ -20,32 +20,36 @@
 //!    (qemu's user network, DNS at 10.0.2.3; `net.ifnames=0`, see [`kernel_args`]),
 //!    serial console, GRUB without a menu delay, apt timers
 //!    masked, dpkg without fsync, and the runner unit (`guest/`);
-//! 3. `mkfs.ext4 -d` it into a partition at 1 MiB behind a hand-written MBR (on arm64
-//!    after an empty EFI system partition);
-//! 4. provisioning boot with `-kernel/-initrd` that runs `grub-install`
-//!    ([`Arch::grub_install`]: BIOS GRUB in the MBR gap, or GRUB EFI on the ESP) and
-//!    `update-grub` in the guest; on x86_64 it also rebuilds the initrd with
-//!    `MODULES=dep` (the guest's own drivers only: an initrd rebuild — installing
-//!    kdump-tools, kdump's own initrd — then takes 1 min under TCG instead of nearly
-//!    3); arm64 keeps the build's small initrd ([`initrd_commands`]). No separate
-//!    boot proves the disk boots through GRUB: every scenario's first boot does, and
-//!    a boot of its own cost each cold image minutes of TCG (an image whose GRUB
-//!    does not boot makes the first scenario fail with its serial console; delete
-//!    the image directory to rebuild it).
+//! 3. the initrd with the guest's own drivers ([`BUILD_INITRAMFS`]; x86_64 then hands
+//!    later builds in the guest Debian's `MODULES=dep`: [`build_initrd`]);
+//! 4. GRUB, in the root, by GRUB's own tools ([`install_grub`]): its modules under
+//!    `/boot/grub/<platform>/`, its first stage made by `grub-mkimage` with the
+//!    configuration `grub-install` embeds (find the root by UUID), grubenv, and
+//!    `update-grub` with a `grub-probe` stand-in (`support/src/grub_probe.rs`) for the
+//!    disk the image becomes;
+//! 5. `mkfs.ext4 -d` it into a partition at 1 MiB behind a hand-written MBR, with
+//!    GRUB's first stage where the firmware finds it ([`disk::make_boot_disk`]: BIOS
+//!    GRUB embedded before the partition as `grub-bios-setup` does; on arm64 an EFI
+//!    system partition made with `mkfs.vfat` and `mcopy`). No boot is needed to make
+//!    the image: every scenario's first boot proves that the disk boots through GRUB
+//!    (an image whose GRUB does not boot makes the first scenario fail with its serial
+//!    console; delete the image directory to rebuild it).
 //!
 //! The key is the hash of this recipe: the guest, this file, arch.rs, disk.rs,
-//! the chroot tier's root recipe, the guest files and the mirror. Any change to them
+//! the chroot tier's root recipe, the `grub-probe` stand-in, the guest files and the
+//! mirror. Any change to them
 //! builds a new image (and removes the architecture's old ones).
 
 use std::fs;
 use std::path::{Path, PathBuf};
 use std::process::Command;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use crate::arch::{Arch, Guest};
+use crate::disk::BootCode;
 use crate::emulation::Emulation;
-use crate::qemu::{DirectKernel, Qemu};
-use crate::{apt_sources, cache, debian, disk, vm};
+use crate::grub_probe::{self, ROOT_UUID};
+use crate::{apt_sources, cache, debian, disk};
 
 /// The Debian release of the guest.
 const SUITE: &str = "bookworm";
@@ -61,7 +65,7 @@ const INCLUDE: &[&str] = &[
     "procps",
     "kmod",
     "iproute2",
-    // mkfs.vfat: the provisioning boot formats the EFI system partition
+    // fsck.vfat: arm64's fstab has the EFI system partition checked at boot
     "dosfstools",
 ];
 /// Packages whose dependencies (with their recommendations) are installed in the
@@ -77,14 +81,12 @@ fn dependencies_of(arch: Arch) -> &'static [&'static str] {
 }
 /// The disk size (sparse).
 const DISK_BYTES: u64 = 4 << 30;
-/// The root file system's UUID (fixed: fstab and the provisioning boot name it).
-const ROOT_UUID: &str = "5c1e7f00-5ca1-4e5e-9a11-5ce4a7105000";
+/// The EFI system partition's FAT volume ID (`mkfs.vfat -i`), which fstab names as
+/// `UUID=5C1E-EF00`.
+const ESP_VOLUME_ID: &str = "5C1EEF00";
 /// The runner script and its unit.
 const RUNNER: &str = include_str!("guest/skyhook-vm-runner");
 const RUNNER_UNIT: &str = include_str!("guest/skyhook-vm-runner.service");
-/// How long one provisioning boot may take, on a machine as fast as the one the
-/// README's figures come from (scaled like every boot: [`vm::limit`]).
-const PROVISION_TIMEOUT: Duration = Duration::from_secs(600);
 
 /// The cached base image.
 #[derive(Debug, Clone)]
@@ -108,6 +110,7 @@ fn recipe(guest: Guest) -> String {
         include_str!("arch.rs"),
         include_str!("disk.rs"),
         include_str!("../support/src/debian.rs"),
+        include_str!("../support/src/grub_probe.rs"),
         RUNNER,
         RUNNER_UNIT,
         &mirror().unwrap_or_default(),
@@ -115,11 +118,9 @@ fn recipe(guest: Guest) -> String {
     .join("\n\u{1f}\n")
 }
 
-/// The base image of `guest` (of `qemu`'s architecture), built now when the cache
-/// has none for this recipe.
-pub fn base(cache_dir: &Path, qemu: &Qemu, guest: Guest) -> Result<Image, String> {
-    let arch = qemu.arch();
-    assert_eq!(arch, guest.arch, "the qemu of another architecture");
+/// The base image of `guest`, built now when the cache has none for this recipe.
+pub fn base(cache_dir: &Path, guest: Guest) -> Result<Image, String> {
+    let arch = guest.arch;
     let key = cache::sha256(&recipe(guest))?[..16].to_string();
     let images = cache_dir.join(guest.image_dir());
     let dir = images.join(&key);
@@ -136,6 +137,8 @@ pub fn base(cache_dir: &Path, qemu: &Qemu, guest: Guest) -> Result<Image, String
         ("mkfs.ext4", "e2fsprogs"),
         ("debugfs", "e2fsprogs"),
         ("qemu-img", "qemu-utils"),
+        ("mkfs.vfat", "dosfstools"),
+        ("mcopy", "mtools"),
     ] {
         cache::need(program, package)?;
     }
@@ -155,24 +158,15 @@ pub fn base(cache_dir: &Path, qemu: &Qemu, guest: Guest) -> Result<Image, String
     let bootstrapped = started.elapsed();
     eprintln!("vm: {} root ready in {bootstrapped:.0?}", guest.name());
     set_up(guest, &rootfs)?;
-    let kernel = DirectKernel {
-        kernel: copy_boot_file(&rootfs, "vmlinuz-", &tmp.join("vmlinuz"))?,
-        initrd: copy_boot_file(&rootfs, "initrd.img-", &tmp.join("initrd.img"))?,
-        append: format!("root=UUID={ROOT_UUID} ro {}", kernel_args(arch)),
-    };
+    build_initrd(arch, &rootfs)?;
+    let boot = install_grub(arch, &rootfs, &tmp)?;
     let raw = tmp.join("base.raw");
-    disk::make_boot_disk(&raw, DISK_BYTES, arch.esp_bytes(), &rootfs, ROOT_UUID)?;
+    disk::make_boot_disk(&raw, DISK_BYTES, &boot, &rootfs, ROOT_UUID)?;
     cache::remove(&rootfs)?;
-    let made = started.elapsed();
-    provision(qemu, guest, &raw, kernel, &tmp)?;
-
-    for f in ["vmlinuz", "initrd.img", "data.img", "stage"] {
-        cache::remove(&tmp.join(f))?;
-    }
+    cache::remove(&tmp.join("esp.img"))?;
     let timings = format!(
-        "root {:.0?}, set up and disk made at {:.0?}, provisioned at {:.0?}\n",
+        "root {:.0?}, set up and disk made at {:.0?}\n",
         bootstrapped,
-        made,
         started.elapsed()
     );
     fs::write(tmp.join(".complete"), &timings).map_err(|e| e.to_string())?;
@@ -215,36 +209,143 @@ fn host_command(arch: Arch, program: &str) -> Command {
     cmd
 }
 
-/// The initramfs settings of a foreign root's build, where every program runs under
-/// qemu-user: Debian's `MODULES=most` takes 20 min per initrd there (measured: the
-/// kernel's postinst and initramfs-tools' trigger each build one), the guest's own
-/// drivers only take seconds. The arm64 image keeps them ([`initrd_commands`]).
+/// The initramfs settings of the image's initrd: the guest's own drivers only. In a
+/// foreign root, where every program runs under qemu-user, Debian's `MODULES=most`
+/// takes 20 min per initrd (measured: the kernel's postinst and initramfs-tools'
+/// trigger each build one), these take seconds; under TCG, a small initrd also
+/// boots faster. The arm64 image keeps them ([`build_initrd`]).
 const BUILD_INITRAMFS: [(&str, &str); 2] = [
     ("/etc/initramfs-tools/conf.d/skyhook-vm-build", "MODULES=list\n"),
     (
         "/etc/initramfs-tools/hooks/skyhook-vm-build",
         "#!/bin/sh\n\
-         # The VM tier's image build: the drivers the provisioning boot needs to reach its root.\n\
+         # The VM tier's image: the drivers the guest needs to reach its root.\n\
          [ \"$1\" = prereqs ] && exit 0\n\
          . /usr/share/initramfs-tools/hook-functions\n\
          manual_add_modules virtio_pci virtio_blk ext4\n",
     ),
 ];
 
-/// The provisioning boot's commands for the image's initrd. x86_64 (a native root,
-/// built with Debian's `MODULES=most`) rebuilds it with `MODULES=dep`, the guest's
-/// own drivers: its kdump scenario installs kdump-tools, which rebuilds the initrd
-/// and builds kdump's own. arm64 keeps the foreign build's `MODULES=list` initrd
-/// ([`BUILD_INITRAMFS`]): its only scenario (tuning) installs nothing that builds an
-/// initrd, and the rebuild under TCG took minutes of the image build.
-fn initrd_commands(arch: Arch) -> &'static str {
+/// The image's initrd, built in the root with the guest's own drivers
+/// ([`BUILD_INITRAMFS`]). A foreign root has them from the start ([`debootstrap`])
+/// and keeps them: its scenarios install nothing that builds an initrd. x86_64 (a
+/// native root, whose kernel package built Debian's `MODULES=most` initrd) builds
+/// it again so, then hands later builds in the guest Debian's `MODULES=dep` (the
+/// running guest's own drivers): its kdump scenario installs kdump-tools, which
+/// rebuilds the initrd and builds kdump's own, in minutes under TCG with
+/// `MODULES=most`.
+fn build_initrd(arch: Arch, rootfs: &Path) -> Result<(), String> {
     match arch {
+        Arch::Arm64 => Ok(()),
         Arch::X86_64 => {
-            "sed -i 's/^MODULES=.*/MODULES=dep/' /etc/initramfs-tools/initramfs.conf\n\
-             update-initramfs -u\n"
+            for (path, content) in BUILD_INITRAMFS {
+                write(rootfs, path, content, 0o755)?;
+            }
+            chroot(arch, rootfs, &["update-initramfs", "-u"])?;
+            for (path, _) in BUILD_INITRAMFS {
+                cache::remove(&rootfs.join(path.trim_start_matches('/')))?;
+            }
+            let conf = rootfs.join("etc/initramfs-tools/initramfs.conf");
+            let text = fs::read_to_string(&conf).map_err(|e| format!("{}: {e}", conf.display()))?;
+            write(
+                rootfs,
+                "/etc/initramfs-tools/initramfs.conf",
+                &set_vars(&text, &[("MODULES", "dep")]),
+                0o644,
+            )
         }
-        Arch::Arm64 => "",
     }
+}
+
+/// Installs GRUB in the root with GRUB's own tools, as `grub-install` would on the
+/// disk the image becomes, and returns its first stage for [`disk::make_boot_disk`]:
+/// the modules in `/boot/grub/<platform>/`, the first stage by `grub-mkimage` with
+/// the configuration `grub-install` embeds (search the root by UUID, the prefix on
+/// it), `grubenv`, and `grub.cfg` by `update-grub`. `update-grub` asks `grub-probe`
+/// about the root, which a root without block devices cannot answer: a stand-in
+/// ([`grub_probe`]) does meanwhile, and `/dev/disk/by-uuid/<root>` exists (an empty
+/// file: grub-mkconfig only tests that the path exists), without which it names the
+/// root device instead of its UUID on the kernel's line; on a UEFI guest, the
+/// firmware variable that makes `30_uefi-firmware` add its entry exists too. The grub.cfg is the one
+/// `update-grub` writes in the booted guest, byte for byte (the scenarios compare
+/// snapshots of it). x86_64 also gets debconf's install device (`/dev/vda`, for a grub-pc upgrade
+/// in the guest); arm64's EFI binary becomes the EFI system partition's
+/// (`mkfs.vfat`, `mcopy` into `<work>/esp.img`).
+fn install_grub(arch: Arch, rootfs: &Path, work: &Path) -> Result<BootCode, String> {
+    let platform = arch.grub_platform();
+    let first_stage = arch.grub_first_stage();
+    let mut script = format!(
+        "mkdir -p /boot/grub/{platform} \"$(dirname {first_stage})\"\n\
+         cp /usr/lib/grub/{platform}/*.mod /usr/lib/grub/{platform}/*.lst /boot/grub/{platform}/\n\
+         printf 'search.fs_uuid {ROOT_UUID} root\\nset prefix=($root)/boot/grub\\n' >/tmp/skyhook-vm-load.cfg\n\
+         grub-mkimage -O {platform} -c /tmp/skyhook-vm-load.cfg -p /boot/grub -o {first_stage} {}\n\
+         rm /tmp/skyhook-vm-load.cfg\n\
+         grub-editenv /boot/grub/grubenv create\n\
+         update-grub\n",
+        arch.grub_core_modules().join(" ")
+    );
+    if arch == Arch::X86_64 {
+        script += "cp /usr/lib/grub/i386-pc/boot.img /boot/grub/i386-pc/\n\
+                   echo 'grub-pc grub-pc/install_devices multiselect /dev/vda' | debconf-set-selections\n";
+    }
+    let probe = rootfs.join("usr/sbin/grub-probe");
+    let real = rootfs.join("usr/sbin/grub-probe.skyhook-vm-real");
+    let by_uuid = rootfs.join("dev/disk/by-uuid");
+    fs::rename(&probe, &real).map_err(|e| format!("{}: {e}", probe.display()))?;
+    write(
+        rootfs,
+        "/usr/sbin/grub-probe",
+        &grub_probe::script(arch.root_partition()),
+        0o755,
+    )?;
+    fs::create_dir_all(&by_uuid).map_err(|e| format!("{}: {e}", by_uuid.display()))?;
+    fs::write(by_uuid.join(ROOT_UUID), "").map_err(|e| format!("{}: {e}", by_uuid.display()))?;
+    if arch.esp_bytes().is_some() {
+        // The firmware's OsIndicationsSupported (attributes, then the u64: bit 0, boot
+        // to the firmware's setup), as the guest's UEFI reports it: 30_uefi-firmware
+        // adds its menu entry when that bit is set, as it does in the booted guest.
+        let efivars = rootfs.join("sys/firmware/efi/efivars");
+        fs::create_dir_all(&efivars).map_err(|e| format!("{}: {e}", efivars.display()))?;
+        fs::write(
+            efivars.join("OsIndicationsSupported-8be4df61-93ca-11d2-aa0d-00e098032b8c"),
+            [6, 0, 0, 0, 1, 0, 0, 0, 0, 0, 0, 0],
+        )
+        .map_err(|e| format!("{}: {e}", efivars.display()))?;
+    }
+    let installed = chroot(arch, rootfs, &["sh", "-euc", &script]);
+    cache::remove(&rootfs.join("sys/firmware"))?;
+    cache::remove(&rootfs.join("dev/disk"))?;
+    cache::remove(&probe)?;
+    fs::rename(&real, &probe).map_err(|e| format!("{}: {e}", real.display()))?;
+    installed?;
+    let read = |path: &str| {
+        let p = rootfs.join(path.trim_start_matches('/'));
+        fs::read(&p).map_err(|e| format!("{}: {e}", p.display()))
+    };
+    let Some(esp_bytes) = arch.esp_bytes() else {
+        return Ok(BootCode::Bios {
+            boot_img: read("/boot/grub/i386-pc/boot.img")?,
+            core_img: read(first_stage)?,
+        });
+    };
+    let staging = rootfs.join("tmp/skyhook-vm-esp");
+    let esp = work.join("esp.img");
+    cache::remove(&esp)?;
+    cache::run(
+        Command::new("mkfs.vfat")
+            .args(["-F", "32", "-n", "ESP", "-i", ESP_VOLUME_ID, "-C"])
+            .arg(&esp)
+            .arg((esp_bytes / 1024).to_string()),
+    )?;
+    cache::run(
+        Command::new("mcopy")
+            .args(["-s", "-i"])
+            .arg(&esp)
+            .arg(staging.join("EFI"))
+            .arg("::/"),
+    )?;
+    cache::remove(&staging)?;
+    Ok(BootCode::Uefi { esp, bytes: esp_bytes })
 }
 
 /// The guest's root: debootstrap in one go on this machine's architecture; for a
@@ -391,12 +492,13 @@ fn set_up(guest: Guest, rootfs: &Path) -> Result<(), String> {
         "127.0.0.1 localhost\n127.0.1.1 skyhook-vm\n",
         0o644,
     )?;
-    write(
-        rootfs,
-        "/etc/fstab",
-        &format!("UUID={ROOT_UUID} / ext4 errors=remount-ro 0 1\n"),
-        0o644,
-    )?;
+    let mut fstab = format!("UUID={ROOT_UUID} / ext4 errors=remount-ro 0 1\n");
+    if arch.esp_bytes().is_some() {
+        let (high, low) = ESP_VOLUME_ID.split_at(4);
+        fstab += &format!("UUID={high}-{low} /boot/efi vfat umask=0077 0 2\n");
+        fs::create_dir_all(rootfs.join("boot/efi")).map_err(|e| format!("{}/boot/efi: {e}", rootfs.display()))?;
+    }
+    write(rootfs, "/etc/fstab", &fstab, 0o644)?;
     write(
         rootfs,
         "/etc/systemd/network/10-skyhook-vm.network",
@@ -468,48 +570,6 @@ fn would_install(simulated: &str, except: &[&str]) -> Vec<String> {
         .filter(|p| !except.contains(p))
         .map(str::to_string)
         .collect()
-}
-
-fn copy_boot_file(rootfs: &Path, prefix: &str, to: &Path) -> Result<PathBuf, String> {
-    let boot = rootfs.join("boot");
-    let found = fs::read_dir(&boot)
-        .map_err(|e| format!("{}: {e}", boot.display()))?
-        .flatten()
-        .map(|e| e.path())
-        .find(|p| p.file_name().is_some_and(|n| n.to_string_lossy().starts_with(prefix)))
-        .ok_or_else(|| format!("{} holds no {prefix}*: did the kernel install?", boot.display()))?;
-    fs::copy(&found, to).map_err(|e| format!("{} -> {}: {e}", found.display(), to.display()))?;
-    Ok(to.to_path_buf())
-}
-
-/// Installs GRUB from inside the guest (booted with `-kernel`), then proves that the
-/// disk boots by itself: through GRUB, systemd as PID 1.
-fn provision(qemu: &Qemu, guest: Guest, raw: &Path, kernel: DirectKernel, work: &Path) -> Result<(), String> {
-    let stage = work.join("stage");
-    fs::create_dir_all(&stage).map_err(|e| e.to_string())?;
-    let install = vm::boot_once(
-        qemu,
-        vm::BootSpec {
-            who: "image",
-            disk: (raw, "raw"),
-            kernel: Some(kernel),
-            stage: &stage,
-            work,
-            label: "provision",
-            timeout: vm::limit(qemu.arch(), PROVISION_TIMEOUT),
-            cpu: guest.cpu(),
-        },
-        &format!(
-            "{}update-grub\n{}",
-            qemu.arch().grub_install(),
-            initrd_commands(qemu.arch())
-        ),
-    )?;
-    if install.script.code != 0 {
-        return Err(format!("installing GRUB in the guest failed:\n{}", install.report()));
-    }
-    eprintln!("vm: provisioned in {:.0?} (GRUB installed)", install.elapsed);
-    Ok(())
 }
 
 #[cfg(test)]

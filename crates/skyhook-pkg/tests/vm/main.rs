@@ -7,8 +7,8 @@
 //!   dpkg -x into the cache), run under TCG.
 //! - [`image`]: the base disk of each architecture (debootstrap, or for arm64 the
 //!   chroot tier's cached root ([`debian`]) completed under qemu-user ([`emulation`]);
-//!   ext4 behind a hand-written MBR, GRUB installed by a provisioning boot: BIOS GRUB on x86_64,
-//!   GRUB EFI on its own ESP on arm64), cached and keyed by its recipe; one per
+//!   ext4 behind a hand-written MBR, GRUB installed from the root by GRUB's own tools:
+//!   BIOS GRUB on x86_64, GRUB EFI on its own ESP on arm64), cached and keyed by its recipe; one per
 //!   [`arch::Guest`] (arm64 also with bookworm-backports' 16k-page kernel).
 //! - [`vm`]: what a scenario uses: [`vm::Vm::new`], [`vm::Vm::boot`] (one boot that runs
 //!   a bash script in the guest and returns its exit code, output and files), asserts.
@@ -41,4 +41,4 @@ mod unload_and_bind;
 // The chroot tier's cached Debian roots and its qemu-user registration: a foreign
 // guest's image starts from that root (`image`), not from a second emulated
 // debootstrap.
-use skyhook_pkg_support::{apt_sources, debian, emulation};
+use skyhook_pkg_support::{apt_sources, debian, emulation, grub_probe};

@@ -79,24 +79,11 @@ pub struct Qemu {
     tree: Option<PathBuf>,
 }
 
-/// The kernel, initrd and command line of a direct-kernel boot (`-kernel`).
-#[derive(Debug, Clone)]
-pub struct DirectKernel {
-    /// The kernel image.
-    pub kernel: PathBuf,
-    /// The initrd.
-    pub initrd: PathBuf,
-    /// The kernel command line.
-    pub append: String,
-}
-
 /// One run of the machine, from power-on to the guest's reboot or power-off.
 #[derive(Debug, Clone)]
 pub struct Launch {
     /// Virtio disks in order (`/dev/vda`, `/dev/vdb`, …): path and format.
     pub disks: Vec<(PathBuf, &'static str)>,
-    /// Boot this kernel instead of the disk's boot loader.
-    pub kernel: Option<DirectKernel>,
     /// Where the serial console (ttyS0) is written.
     pub console: PathBuf,
     /// How long the guest may run.
@@ -261,10 +248,6 @@ impl Qemu {
                 "file={},format={format},if=virtio,cache=unsafe,index={i}",
                 path.display()
             ));
-        }
-        if let Some(k) = &launch.kernel {
-            cmd.arg("-kernel").arg(&k.kernel).arg("-initrd").arg(&k.initrd);
-            cmd.arg("-append").arg(&k.append);
         }
         // No option ROM: x86's iPXE ROM means nothing to the arm64 UEFI firmware.
         let nic = match self.arch {

@@ -40,14 +40,14 @@ use std::fs::{self, File};
 use std::path::{Path, PathBuf};
 use std::process::Command;
 use std::sync::atomic::{AtomicUsize, Ordering};
-use std::sync::{Mutex, MutexGuard, OnceLock};
+use std::sync::{Condvar, Mutex, OnceLock};
 use std::time::{Duration, Instant};
 
 use nix::fcntl::Flock;
 
 use crate::arch::{Arch, Guest};
 use crate::image::{self, Image};
-use crate::qemu::{self, DirectKernel, Launch, Qemu};
+use crate::qemu::{self, Launch, Qemu};
 use crate::{cache, disk};
 
 /// The data disk's label (the guest runner looks for it).
@@ -96,12 +96,43 @@ static IMAGES: [OnceLock<Result<Image, String>>; 3] = [OnceLock::new(), OnceLock
 static FIRST_UP: Mutex<[Option<Duration>; 2]> = Mutex::new([None, None]);
 /// Boots of the run so far, for the progress lines.
 static BOOTS: AtomicUsize = AtomicUsize::new(0);
-/// One guest runs at a time: two TCG guests on a 2-core machine would only slow
-/// each other down and blur every timeout.
-static MACHINE: Mutex<()> = Mutex::new(());
-/// One scenario runs at a time, from `Vm::new` to its drop: its boots are not
-/// interleaved with another's, so its log reads in order and its time is its own.
-static SCENARIO: Mutex<()> = Mutex::new(());
+/// How many guests run at once unless `SKYHOOK_VM_GUESTS` says otherwise. A TCG guest
+/// (`-smp 2`, `thread=multi`) keeps about one core of two busy on average, less while
+/// it waits on the mirror: two at a time (one per test thread of a 2-core machine)
+/// keep both cores busy, and the image and payload builds of one architecture go on
+/// beside the other's guest. Each boot's time limit allows for it ([`limit`]).
+const GUESTS_AT_ONCE: usize = 2;
+/// Guests running now ([`GuestSlot`]).
+static RUNNING: Mutex<usize> = Mutex::new(0);
+/// Signalled when a guest ends.
+static ENDED: Condvar = Condvar::new();
+
+/// The right to run one guest, held from power-on to power-off.
+struct GuestSlot;
+
+impl GuestSlot {
+    /// Waits until fewer than the allowed number of guests run.
+    fn take() -> GuestSlot {
+        let allowed = std::env::var("SKYHOOK_VM_GUESTS")
+            .ok()
+            .and_then(|v| v.parse::<usize>().ok())
+            .filter(|n| *n > 0)
+            .unwrap_or(GUESTS_AT_ONCE);
+        let mut running = RUNNING.lock().unwrap_or_else(|p| p.into_inner());
+        while *running >= allowed {
+            running = ENDED.wait(running).unwrap_or_else(|p| p.into_inner());
+        }
+        *running += 1;
+        GuestSlot
+    }
+}
+
+impl Drop for GuestSlot {
+    fn drop(&mut self) {
+        *RUNNING.lock().unwrap_or_else(|p| p.into_inner()) -= 1;
+        ENDED.notify_one();
+    }
+}
 
 fn index(arch: Arch) -> usize {
     Arch::ALL.iter().position(|a| *a == arch).expect("a known architecture")
@@ -146,10 +177,9 @@ fn prepare(cache: &Path, arch: Arch) -> Result<Env, String> {
 /// The base image of `guest`, built now when the cache has none for its recipe.
 fn image_of(guest: Guest) -> &'static Image {
     let slot = Guest::ALL.iter().position(|g| *g == guest).expect("a known guest");
-    let qemu = &env(guest.arch).qemu;
     match IMAGES[slot].get_or_init(|| {
         let started = Instant::now();
-        let image = image::base(&shared().cache, qemu, guest)?;
+        let image = image::base(&shared().cache, guest)?;
         eprintln!("vm: {} base image ready in {:.0?}", guest.name(), started.elapsed());
         skyhook_testkit::figures::record(
             FIGURES_SECTION,
@@ -243,8 +273,6 @@ pub struct BootSpec<'a> {
     pub who: &'a str,
     /// The boot disk and its format.
     pub disk: (&'a Path, &'static str),
-    /// A direct kernel boot instead of the disk's GRUB.
-    pub kernel: Option<DirectKernel>,
     /// The data disk's tree (the script is added to it).
     pub stage: &'a Path,
     /// Where the boot's logs and results go (`<work>/<label>/`).
@@ -275,7 +303,7 @@ pub fn boot_once_with(qemu: &Qemu, spec: BootSpec, extra: &[PathBuf], script: &s
     let data = spec.work.join("data.img");
     disk::make_data_disk(&data, data_disk_mib(spec.stage), LABEL, spec.stage)?;
     let console = dir.join("console.log");
-    let machine = MACHINE.lock().unwrap_or_else(|p| p.into_inner());
+    let slot = GuestSlot::take();
     let number = BOOTS.fetch_add(1, Ordering::SeqCst) + 1;
     let which = format!("boot {number} ({} {} {})", qemu.arch().name(), spec.who, spec.label);
     let limit = spec.timeout.as_secs();
@@ -284,12 +312,11 @@ pub fn boot_once_with(qemu: &Qemu, spec: BootSpec, extra: &[PathBuf], script: &s
             .into_iter()
             .chain(extra.iter().map(|d| (d.clone(), "raw")))
             .collect(),
-        kernel: spec.kernel,
         console: console.clone(),
         timeout: spec.timeout,
         cpu: spec.cpu,
     });
-    drop(machine);
+    drop(slot);
     let ran = ran.map_err(|e| {
         eprintln!("vm: {which}: failed (limit {limit} s)");
         format!("boot {:?}: {e}", spec.label)
@@ -493,8 +520,6 @@ impl Outcome {
 
 /// One test's machine.
 pub struct Vm {
-    /// This scenario's turn ([`SCENARIO`]), held until the machine is dropped.
-    _turn: MutexGuard<'static, ()>,
     arch: Arch,
     guest: Guest,
     name: String,
@@ -502,7 +527,8 @@ pub struct Vm {
     overlay: PathBuf,
     stage: PathBuf,
     boots: usize,
-    /// When its turn came.
+    /// When the machine was made: its scenario time, which it shares with the guest
+    /// running beside it ([`GUESTS_AT_ONCE`]).
     started: Instant,
     timeout: Duration,
     /// Bash run before every boot's script ([`Vm::define`], [`Vm::package`]).
@@ -530,7 +556,6 @@ impl Vm {
         let arch = guest.arch;
         let env = env(arch);
         let image = image_of(guest);
-        let turn = SCENARIO.lock().unwrap_or_else(|p| p.into_inner());
         let started = Instant::now();
         let work = shared().cache.join("runs").join(name);
         let overlay = work.join("disk.qcow2");
@@ -553,7 +578,6 @@ impl Vm {
             panic!("the VM tier cannot set up machine {name}: {e}");
         }
         Vm {
-            _turn: turn,
             arch,
             guest,
             started,
@@ -678,7 +702,6 @@ impl Vm {
             BootSpec {
                 who: &self.name,
                 disk: (&self.overlay, "qcow2"),
-                kernel: None,
                 stage: &self.stage,
                 work: &self.work,
                 label: &label,
