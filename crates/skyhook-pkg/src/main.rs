@@ -153,6 +153,10 @@ enum Command {
         /// Build with `--locked` (Cargo.lock as it is).
         #[arg(long)]
         locked: bool,
+        /// Build in this target directory instead of cargo's (a build beside another
+        /// one in `target/` then never waits for that directory's lock, nor holds it).
+        #[arg(long)]
+        target_dir: Option<PathBuf>,
         /// After `--`, the test harness's arguments (filters, --skip, --ignored, --nocapture).
         #[arg(last = true)]
         harness: Vec<String>,
@@ -216,12 +220,18 @@ fn main() -> ExitCode {
             jobs,
             packages,
             locked,
+            target_dir,
             harness,
         } => {
             let cargo: Vec<String> = packages
                 .iter()
                 .flat_map(|p| ["-p".to_string(), p.clone()])
                 .chain(locked.then(|| "--locked".to_string()))
+                .chain(
+                    target_dir
+                        .iter()
+                        .flat_map(|d| ["--target-dir".to_string(), d.display().to_string()]),
+                )
                 .collect();
             test_target::run(&target, jobs.map(usize::from), &cargo, &harness)
         }

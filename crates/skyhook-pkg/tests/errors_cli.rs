@@ -173,3 +173,33 @@ fn stdout_on_a_full_device_is_exit_2_naming_it() {
         assert!(!stderr.contains("panicked"), "{args:?}: {stderr}");
     }
 }
+
+/// `test --target-dir` builds where it is told, not in cargo's `target/` (the aarch64
+/// step of `.ci/run` builds there beside the native test step): a directory cargo
+/// cannot create under a file fails the build at once, named, exit 1.
+#[test]
+fn test_builds_in_the_target_directory_it_is_given() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("a-file");
+    std::fs::write(&file, "").unwrap();
+    let wanted = file.join("target");
+    let (code, stderr) = run(&[
+        "test",
+        "--target",
+        "x86_64-unknown-linux-gnu",
+        "--locked",
+        "--target-dir",
+        wanted.to_str().unwrap(),
+        "-p",
+        "skyhook-core",
+    ]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.contains(&format!("failed to create directory `{}`", file.display())),
+        "{stderr}"
+    );
+    assert!(
+        stderr.contains("the tests for x86_64-unknown-linux-gnu did not build"),
+        "{stderr}"
+    );
+}

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-//! `skyhook-pkg test --target <triple> [--jobs N] [cargo test arguments] [-- harness
-//! arguments]`: the workspace's tests built for another target exactly as `dist`
+//! `skyhook-pkg test --target <triple> [--jobs N] [--target-dir DIR] [cargo test
+//! arguments] [-- harness arguments]`: the workspace's tests built for another target exactly as `dist`
 //! builds the packages (the toolchain that has the target's standard library, the
 //! cross linker, `+crt-static`), then run **one test per process, N at a time**
 //! ([`pool`]). Binaries of another architecture run where the kernel can run them:
