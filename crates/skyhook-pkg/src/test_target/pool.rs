@@ -1,9 +1,17 @@
 // SPDX-License-Identifier: Apache-2.0
 //! Running tests one per process, a number of processes at a time: each test is
 //! `<binary> --exact <name> --test-threads=1` in its package's directory (as cargo
-//! runs test binaries), its output captured and printed whole when it fails. A test
-//! still running after the time limit is killed with its process group and counted
-//! as failed, so a hung test ends the run with its name instead of hanging it.
+//! runs test binaries), its output captured and printed whole when it fails.
+//!
+//! A hung test ends the run with its name instead of hanging it. A test is taken
+//! for hung when none of its processes (its process group and its descendants) has
+//! used the CPU, started or ended for [`Limits::idle`] (a deadlock: found in
+//! minutes, not at the end of the time limit), or when it still runs after
+//! [`Limits::total`]. It is then killed with its process group, and the log names
+//! each of its processes with its state and the kernel function it waits in. Where
+//! the caller allows it ([`Limits::retry_idle`], under emulation), a test that went
+//! idle is run once more: it passes only if that second run passes, and the summary
+//! names it.
 
 use std::io::{self, Read};
 use std::os::unix::process::CommandExt;
@@ -15,12 +23,17 @@ use std::time::{Duration, Instant};
 
 use nix::sys::signal::{Signal, killpg};
 use nix::unistd::Pid;
+use skyhook_core::host::process::tree::{self, Proc};
 
 /// How long the output pipes may stay open once a test's process has ended (a
 /// process it left behind may hold them).
 const DRAIN: Duration = Duration::from_secs(2);
 /// How often a running test is looked at.
 const POLL: Duration = Duration::from_millis(20);
+/// How often a running test's processes are read from `/proc`.
+const SAMPLE: Duration = Duration::from_millis(250);
+/// How many of a hung test's processes the log names.
+const PROCESSES_NAMED: usize = 8;
 
 /// A test binary of the build.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -51,6 +64,20 @@ pub struct Test<'a> {
     pub name: String,
 }
 
+/// When a running test is taken for hung, and what is done then.
+#[derive(Debug, Clone, Copy)]
+pub struct Limits {
+    /// How long a test may run in all.
+    pub total: Duration,
+    /// How long all of a test's processes may go without using the CPU, starting or
+    /// ending.
+    pub idle: Duration,
+    /// Whether a test that went idle is run once more (under qemu-user, whose fork
+    /// in a multi-threaded guest can deadlock the child; a deadlock of the test's
+    /// own shows again, and natively it is never retried).
+    pub retry_idle: bool,
+}
+
 /// How a test ended.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Verdict {
@@ -58,6 +85,8 @@ pub enum Verdict {
     Passed,
     /// The harness ignored it (`#[ignore]` without `--ignored`).
     Ignored,
+    /// None of its processes used the CPU for the idle limit: killed, for this reason.
+    Idle(String),
     /// It failed, for this reason.
     Failed(String),
 }
@@ -71,32 +100,44 @@ pub struct Summary {
     pub ignored: usize,
     /// `label  name` of each test that failed, sorted.
     pub failed: Vec<String>,
+    /// `label  name` of each test that went idle, then passed when run again, sorted.
+    pub passed_when_run_again: Vec<String>,
 }
 
-/// Runs `tests`, `jobs` at a time, each with `mode` (harness arguments) and at most
-/// `limit`; prints one line per test as it ends, and a failed test's output.
-pub fn run(tests: &[Test], mode: &[String], jobs: usize, limit: Duration) -> Summary {
+/// Runs `tests`, `jobs` at a time, each with `mode` (harness arguments) and within
+/// `limits`; prints one line per test as it ends, and a failed test's output.
+pub fn run(tests: &[Test], mode: &[String], jobs: usize, limits: Limits) -> Summary {
     let next = AtomicUsize::new(0);
     let summary = Mutex::new(Summary::default());
     std::thread::scope(|scope| {
         for _ in 0..jobs.max(1) {
             scope.spawn(|| {
                 while let Some(test) = tests.get(next.fetch_add(1, Ordering::SeqCst)) {
-                    let started = Instant::now();
-                    let (verdict, output) = run_one(test, mode, limit);
-                    let took = started.elapsed().as_secs_f64();
                     let who = format!("{}  {}", test.binary.label, test.name);
+                    let started = Instant::now();
+                    let (mut verdict, mut output) = run_one(test, mode, &limits);
+                    let mut run_again = false;
+                    if let (Verdict::Idle(why), true) = (&verdict, limits.retry_idle) {
+                        let took = started.elapsed().as_secs_f64();
+                        outln!("IDLE    {took:7.1}s  {who}: {why}\n{output}\n    running it once more");
+                        run_again = true;
+                        (verdict, output) = run_one(test, mode, &limits);
+                    }
+                    let took = started.elapsed().as_secs_f64();
                     let mut summary = summary.lock().unwrap_or_else(|p| p.into_inner());
                     match verdict {
                         Verdict::Passed => {
                             summary.passed += 1;
+                            if run_again {
+                                summary.passed_when_run_again.push(who.clone());
+                            }
                             outln!("ok      {took:7.1}s  {who}");
                         }
                         Verdict::Ignored => {
                             summary.ignored += 1;
                             outln!("ignored {took:7.1}s  {who}");
                         }
-                        Verdict::Failed(why) => {
+                        Verdict::Idle(why) | Verdict::Failed(why) => {
                             outln!("FAILED  {took:7.1}s  {who}: {why}\n{output}");
                             summary.failed.push(who);
                         }
@@ -107,11 +148,12 @@ pub fn run(tests: &[Test], mode: &[String], jobs: usize, limit: Duration) -> Sum
     });
     let mut summary = summary.into_inner().unwrap_or_else(|p| p.into_inner());
     summary.failed.sort();
+    summary.passed_when_run_again.sort();
     summary
 }
 
 /// Runs one test in its own process: its verdict and its output.
-fn run_one(test: &Test, mode: &[String], limit: Duration) -> (Verdict, String) {
+fn run_one(test: &Test, mode: &[String], limits: &Limits) -> (Verdict, String) {
     let mut cmd = test.binary.command();
     cmd.arg("--exact")
         .arg(&test.name)
@@ -131,35 +173,113 @@ fn run_one(test: &Test, mode: &[String], limit: Duration) -> (Verdict, String) {
         }
     };
     let output = Output::capture(&mut child);
-    let ended = wait(&mut child, limit);
+    let ended = watch(&mut child, limits);
     let text = output.take();
     let verdict = match ended {
-        Ok(Some(status)) => judge(status, &text),
-        Ok(None) => Verdict::Failed(format!(
-            "still running after {} s: killed with its process group",
-            limit.as_secs()
-        )),
+        Ok(Ended::Exited(status)) => judge(status, &text),
+        Ok(Ended::Idle(why)) => Verdict::Idle(why),
+        Ok(Ended::TooLong(why)) => Verdict::Failed(why),
         Err(e) => Verdict::Failed(format!("cannot wait for it: {e}")),
     };
     (verdict, text)
 }
 
-/// Waits for `child` until `limit`; past it, kills its process group (the child is
-/// not reaped yet, so its pid still names the group) and gives `None`.
-fn wait(child: &mut Child, limit: Duration) -> io::Result<Option<ExitStatus>> {
+/// How the watch over a test's process ended.
+enum Ended {
+    /// It exited.
+    Exited(ExitStatus),
+    /// It went idle and was killed, for this reason.
+    Idle(String),
+    /// It ran past the total limit and was killed, for this reason.
+    TooLong(String),
+}
+
+/// Waits for `child` to end. When it runs past `limits.total`, or its processes all
+/// go `limits.idle` without using the CPU, kills its process group (the child is not
+/// reaped yet, so its pid still names the group) and says why, naming its processes.
+fn watch(child: &mut Child, limits: &Limits) -> io::Result<Ended> {
     let started = Instant::now();
+    let pid = i32::try_from(child.id()).unwrap_or(i32::MAX);
+    let mut seen = Vec::new();
+    let (mut sampled, mut active) = (started, started);
     loop {
         if let Some(status) = child.try_wait()? {
-            return Ok(Some(status));
+            return Ok(Ended::Exited(status));
         }
-        if started.elapsed() >= limit {
-            let group = Pid::from_raw(i32::try_from(child.id()).unwrap_or(i32::MAX));
-            let _ = killpg(group, Signal::SIGKILL);
-            child.wait()?;
-            return Ok(None);
+        let now = Instant::now();
+        if now.duration_since(sampled) >= SAMPLE {
+            sampled = now;
+            let processes = processes_of(pid);
+            let activity: Vec<(i32, u64, u64)> = processes.iter().map(|p| (p.pid, p.start, p.cpu_ticks)).collect();
+            if activity != seen {
+                (seen, active) = (activity, now);
+            }
+            // (whether it went idle, what it did)
+            let over = if now.duration_since(started) >= limits.total {
+                Some((false, format!("still running after {} s", limits.total.as_secs())))
+            } else if now.duration_since(active) >= limits.idle {
+                Some((
+                    true,
+                    format!("none of its processes used the CPU for {} s", limits.idle.as_secs()),
+                ))
+            } else {
+                None
+            };
+            if let Some((idle, what)) = over {
+                let named = name_processes(&processes);
+                let _ = killpg(Pid::from_raw(pid), Signal::SIGKILL);
+                child.wait()?;
+                let why = format!("{what}: killed with its process group; its processes were {named}");
+                return Ok(if idle { Ended::Idle(why) } else { Ended::TooLong(why) });
+            }
         }
         std::thread::sleep(POLL);
     }
+}
+
+/// A test's processes: the test's own, its descendants and the other members of its
+/// process group, sorted by pid.
+fn processes_of(pid: i32) -> Vec<Proc> {
+    let all = tree::all().unwrap_or_default();
+    let mut processes = tree::descendants_of(pid, &all);
+    processes.extend(
+        all.into_iter()
+            .filter(|p| (p.pid == pid || p.group == pid) && p.is_running()),
+    );
+    processes.sort_by_key(|p| p.pid);
+    processes.dedup_by_key(|p| p.pid);
+    processes
+}
+
+/// `123 (kdump-1 --exact a) S in do_wait; 130 (kdump-1 --exact a) S in
+/// futex_wait_queue, forked and not yet exec'd`: each process with its state and the
+/// kernel function it waits in. A child with its parent's command line was forked
+/// and has not reached its exec: the qemu-user fork deadlock looks like that.
+fn name_processes(processes: &[Proc]) -> String {
+    let cmdline = |pid: i32| std::fs::read(format!("/proc/{pid}/cmdline")).ok();
+    let mut named: Vec<String> = processes
+        .iter()
+        .take(PROCESSES_NAMED)
+        .map(|p| {
+            let wchan = std::fs::read_to_string(format!("/proc/{}/wchan", p.pid)).unwrap_or_default();
+            let waits = match wchan.trim() {
+                "" | "0" => String::new(),
+                function => format!(" in {function}"),
+            };
+            let forked = processes.iter().any(|parent| parent.pid == p.ppid)
+                && cmdline(p.pid).is_some()
+                && cmdline(p.pid) == cmdline(p.ppid);
+            let forked = if forked { ", forked and not yet exec'd" } else { "" };
+            format!("{} {}{waits}{forked}", p.describe(), p.state)
+        })
+        .collect();
+    if processes.len() > PROCESSES_NAMED {
+        named.push(format!("{} more", processes.len() - PROCESSES_NAMED));
+    }
+    if named.is_empty() {
+        return "gone from /proc".into();
+    }
+    named.join("; ")
 }
 
 /// A test's verdict from its exit status and the harness's `test result:` line.
@@ -249,17 +369,22 @@ mod tests {
     /// A stand-in for a libtest binary: `--exact NAME` runs the shell case NAME.
     const HARNESS: &str = r#"#!/bin/sh
 [ "$1" = --exact ] || exit 64
+pass() { echo "running 1 test"; echo "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 9 filtered out"; }
+busy_for() { end=$(( $(date +%s) + $1 )); while [ "$(date +%s)" -lt "$end" ]; do :; done; }
 case "$2" in
-  passes) echo "running 1 test"; echo "test result: ok. 1 passed; 0 failed; 0 ignored; 0 measured; 9 filtered out";;
+  passes) pass;;
   ignored) echo "test result: ok. 0 passed; 0 failed; 1 ignored; 0 measured; 9 filtered out";;
   fails) echo "assertion failed: the node differs"; echo "test result: FAILED. 0 passed; 1 failed; 0 ignored"; exit 101;;
-  hangs) sleep 30 & echo $! > left-behind.pid; sleep 30;;
+  hangs) sleep 60 & echo $! > left-behind.pid; sleep 60;;
+  hangs-once) if [ -e hung-once ]; then pass; else touch hung-once; sleep 60; fi;;
+  busy) busy_for 4; pass;;
+  spins) busy_for 60;;
   unknown) echo "test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 10 filtered out";;
 esac
 "#;
 
-    #[test]
-    fn each_test_gets_its_verdict_and_a_hung_one_is_killed_with_its_group() {
+    /// The stand-in harness in a fresh directory, as a binary labelled `demo tests/x`.
+    fn harness() -> (tempfile::TempDir, Binary) {
         let dir = tempfile::tempdir().unwrap();
         let exe = dir.path().join("harness");
         std::fs::write(&exe, HARNESS).unwrap();
@@ -269,24 +394,56 @@ esac
             dir: dir.path().to_path_buf(),
             label: "demo tests/x".into(),
         };
-        let tests: Vec<Test> = ["passes", "ignored", "fails", "hangs", "unknown"]
-            .into_iter()
+        (dir, binary)
+    }
+
+    fn tests<'a>(binary: &'a Binary, names: &[&str]) -> Vec<Test<'a>> {
+        names
+            .iter()
             .map(|name| Test {
-                binary: &binary,
-                name: name.into(),
+                binary,
+                name: name.to_string(),
             })
-            .collect();
+            .collect()
+    }
+
+    /// Two seconds idle, six in all: a test busy for four passes.
+    const LIMITS: Limits = Limits {
+        total: Duration::from_secs(6),
+        idle: Duration::from_secs(2),
+        retry_idle: true,
+    };
+
+    #[test]
+    fn each_test_gets_its_verdict_and_a_hung_one_is_killed_with_its_group() {
+        let (dir, binary) = harness();
+        let names = [
+            "passes",
+            "ignored",
+            "fails",
+            "hangs",
+            "hangs-once",
+            "busy",
+            "spins",
+            "unknown",
+        ];
         let started = Instant::now();
-        let summary = run(&tests, &[], 2, Duration::from_secs(2));
+        let summary = run(&tests(&binary, &names), &[], 2, LIMITS);
         assert!(
-            started.elapsed() < Duration::from_secs(20),
-            "the hung test was not stopped"
+            started.elapsed() < Duration::from_secs(40),
+            "the hung tests were not stopped"
         );
-        assert_eq!((summary.passed, summary.ignored), (1, 1));
+        assert_eq!((summary.passed, summary.ignored), (3, 1));
         assert_eq!(
             summary.failed,
-            ["demo tests/x  fails", "demo tests/x  hangs", "demo tests/x  unknown"]
+            [
+                "demo tests/x  fails",
+                "demo tests/x  hangs",
+                "demo tests/x  spins",
+                "demo tests/x  unknown"
+            ]
         );
+        assert_eq!(summary.passed_when_run_again, ["demo tests/x  hangs-once"]);
         let pid = std::fs::read_to_string(dir.path().join("left-behind.pid")).unwrap();
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
         let state = stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next());
@@ -294,6 +451,35 @@ esac
             matches!(state, None | Some('Z')),
             "what the hung test started in its group still runs: {stat}"
         );
+    }
+
+    #[test]
+    fn an_idle_test_is_killed_early_named_with_its_processes_and_run_again_only_when_allowed() {
+        let (_dir, binary) = harness();
+        let test = &tests(&binary, &["hangs"])[0];
+        let started = Instant::now();
+        let (verdict, _) = run_one(test, &[], &LIMITS);
+        assert!(started.elapsed() < Duration::from_secs(5), "{:?}", started.elapsed());
+        let Verdict::Idle(why) = verdict else {
+            panic!("{verdict:?}")
+        };
+        assert!(
+            why.starts_with(
+                "none of its processes used the CPU for 2 s: killed with its process group; its processes were "
+            ),
+            "{why}"
+        );
+        // The shell and its two sleeps, each with its command line and state.
+        assert!(why.contains("harness --exact hangs --test-threads=1) S"), "{why}");
+        assert_eq!(why.matches("(sleep 60) S").count(), 2, "{why}");
+
+        let no_retry = Limits {
+            retry_idle: false,
+            ..LIMITS
+        };
+        let summary = run(&tests(&binary, &["hangs-once"]), &[], 1, no_retry);
+        assert_eq!(summary.failed, ["demo tests/x  hangs-once"]);
+        assert!(summary.passed_when_run_again.is_empty());
     }
 
     #[test]

@@ -27,6 +27,8 @@ pub struct Proc {
     pub pid: i32,
     /// Its parent's pid.
     pub ppid: i32,
+    /// Its process group.
+    pub group: i32,
     /// When it started (clock ticks since boot): with the pid, its identity.
     pub start: u64,
     /// Its scheduler state letter (`Z` for a zombie).
@@ -34,6 +36,8 @@ pub struct Proc {
     /// How many threads it counts; a zombie's first thread with others still
     /// running counts them too.
     pub threads: u64,
+    /// The CPU time it has used, user and system (clock ticks).
+    pub cpu_ticks: u64,
 }
 
 impl Proc {
@@ -69,14 +73,17 @@ pub fn parse_stat(line: &str) -> Option<Proc> {
     let (head, rest) = line.rsplit_once(") ")?;
     let pid = head.split_once(" (")?.0.trim().parse().ok()?;
     let fields: Vec<&str> = rest.split_whitespace().collect();
-    // After the command: state is field 3 of stat(5), ppid 4, num_threads 20,
-    // starttime 22.
+    // After the command: state is field 3 of stat(5), ppid 4, pgrp 5, utime 14,
+    // stime 15, num_threads 20, starttime 22.
+    let number = |field: usize| -> Option<u64> { fields.get(field - 3)?.parse().ok() };
     Some(Proc {
         pid,
         state: fields.first()?.chars().next()?,
         ppid: fields.get(1)?.parse().ok()?,
-        threads: fields.get(17)?.parse().ok()?,
-        start: fields.get(19)?.parse().ok()?,
+        group: fields.get(2)?.parse().ok()?,
+        threads: number(20)?,
+        start: number(22)?,
+        cpu_ticks: number(14)? + number(15)?,
     })
 }
 
@@ -96,13 +103,19 @@ pub fn own_pid() -> Option<i32> {
 /// Every process descended from `root`, parents before their children; `None`
 /// when `/proc` cannot be listed.
 pub fn descendants(root: i32) -> Option<Vec<Proc>> {
-    let all: Vec<Proc> = fs::read_dir("/proc")
-        .ok()?
-        .flatten()
-        .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
-        .filter_map(read)
-        .collect();
-    Some(descendants_of(root, &all))
+    Some(descendants_of(root, &all()?))
+}
+
+/// Every process `/proc` shows; `None` when it cannot be listed.
+pub fn all() -> Option<Vec<Proc>> {
+    Some(
+        fs::read_dir("/proc")
+            .ok()?
+            .flatten()
+            .filter_map(|e| e.file_name().to_str()?.parse::<i32>().ok())
+            .filter_map(read)
+            .collect(),
+    )
 }
 
 /// The processes of `all` whose parent chain leads to `root`, parents first.
@@ -172,23 +185,27 @@ mod tests {
         Proc {
             pid,
             ppid,
+            group: pid,
             start: 1,
             state: 'S',
             threads: 1,
+            cpu_ticks: 0,
         }
     }
 
     #[test]
     fn parses_a_stat_line_whose_command_has_spaces_and_parentheses() {
-        let line = "4242 (my (odd) cmd) S 17 4242 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
+        let line = "4242 (my (odd) cmd) S 17 4240 4242 0 -1 4194560 100 0 0 0 1 2 0 0 20 0 1 0 987654 1000 10";
         assert_eq!(
             parse_stat(line),
             Some(Proc {
                 pid: 4242,
                 ppid: 17,
+                group: 4240,
                 start: 987654,
                 state: 'S',
                 threads: 1,
+                cpu_ticks: 3,
             })
         );
         assert_eq!(parse_stat("garbage"), None);

@@ -276,9 +276,11 @@ fn group_leftover(group: i32) -> Vec<Proc> {
         _ => vec![Proc {
             pid: group,
             ppid: 0,
+            group,
             start: 0,
             state: 'S',
             threads: 1,
+            cpu_ticks: 0,
         }],
     }
 }
