@@ -376,6 +376,7 @@ case "$2" in
   ignored) echo "test result: ok. 0 passed; 0 failed; 1 ignored; 0 measured; 9 filtered out";;
   fails) echo "assertion failed: the node differs"; echo "test result: FAILED. 0 passed; 1 failed; 0 ignored"; exit 101;;
   hangs) sleep 60 & echo $! > left-behind.pid; sleep 60;;
+  forks) ( sleep 60; echo woke );;
   hangs-once) if [ -e hung-once ]; then pass; else touch hung-once; sleep 60; fi;;
   busy) busy_for 4; pass;;
   spins) busy_for 60;;
@@ -472,6 +473,17 @@ esac
         // The shell and its two sleeps, each with its command line and state.
         assert!(why.contains("harness --exact hangs --test-threads=1) S"), "{why}");
         assert_eq!(why.matches("(sleep 60) S").count(), 2, "{why}");
+
+        // A subshell is a fork without an exec: it keeps its parent's command line.
+        let (verdict, _) = run_one(&tests(&binary, &["forks"])[0], &[], &LIMITS);
+        let Verdict::Idle(why) = verdict else {
+            panic!("{verdict:?}")
+        };
+        assert_eq!(why.matches(", forked and not yet exec'd").count(), 1, "{why}");
+        assert!(
+            why.contains("harness --exact forks --test-threads=1) S in do_wait, forked and not yet exec'd"),
+            "{why}"
+        );
 
         let no_retry = Limits {
             retry_idle: false,
