@@ -267,8 +267,7 @@ fn name_processes(processes: &[Proc]) -> String {
                 function => format!(" in {function}"),
             };
             let forked = processes.iter().any(|parent| parent.pid == p.ppid)
-                && cmdline(p.pid).is_some()
-                && cmdline(p.pid) == cmdline(p.ppid);
+                && cmdline(p.pid).is_some_and(|own| Some(own) == cmdline(p.ppid));
             let forked = if forked { ", forked and not yet exec'd" } else { "" };
             format!("{} {}{waits}{forked}", p.describe(), p.state)
         })
