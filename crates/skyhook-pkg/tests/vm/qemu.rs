@@ -235,7 +235,9 @@ impl Qemu {
                 cmd.args(["-machine", "virt", "-cpu", &model]).arg("-bios").arg(uefi)
             }
         };
-        cmd.args(["-accel", "tcg,thread=multi", "-smp", "2", "-m", "1024"])
+        cmd.args(["-accel", "tcg,thread=multi", "-m", "1024"])
+            .arg("-smp")
+            .arg(self.arch.vcpus().to_string())
             .args(["-nodefaults", "-display", "none", "-no-reboot"]);
         cmd
     }
