@@ -66,10 +66,10 @@ impl Arch {
     /// The guest's virtual CPUs (`-smp`). The x86_64 guests, all scenarios but one,
     /// run two at a time: one vCPU each keeps a 2-core machine busy, and TCG runs a
     /// single vCPU without the atomic operations and barriers it puts between vCPUs —
-    /// under `.ci/run`, on a cold cache, the x86_64 scenarios took less time at one
-    /// vCPU than at two, but the shortest, which took as long. The arm64 guest keeps
-    /// two: it runs at the end of the step with no guest beside it, and at one vCPU its
-    /// boots took longer.
+    /// under `.ci/run`, on a cold cache, the x86_64 scenarios together took less time
+    /// at one vCPU than at two, in each run measured. The arm64 guest keeps two: it
+    /// runs at the end of the step with no guest beside it, and at one vCPU its boots
+    /// took longer.
     pub fn vcpus(self) -> u32 {
         match self {
             Arch::X86_64 => 1,
