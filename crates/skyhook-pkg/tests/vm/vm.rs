@@ -96,12 +96,11 @@ static IMAGES: [OnceLock<Result<Image, String>>; 3] = [OnceLock::new(), OnceLock
 static FIRST_UP: Mutex<[Option<Duration>; 2]> = Mutex::new([None, None]);
 /// Boots of the run so far, for the progress lines.
 static BOOTS: AtomicUsize = AtomicUsize::new(0);
-/// How many guests run at once unless `SKYHOOK_VM_GUESTS` says otherwise. A TCG guest
-/// keeps at most one core busy on average (an x86_64 guest has one vCPU,
-/// [`Arch::vcpus`]), less while it waits on the mirror: two at a time (one per test
-/// thread of a 2-core machine) keep both cores busy, and the image and payload builds
-/// of one architecture go on beside the other's guest. Each boot's time limit allows
-/// for it ([`limit`]).
+/// How many guests run at once unless `SKYHOOK_VM_GUESTS` says otherwise. An x86_64
+/// guest has one vCPU ([`Arch::vcpus`]) and keeps at most one core busy, less while it
+/// waits on the mirror: two at a time (one per test thread of a 2-core machine) keep
+/// both cores busy, and the image and payload builds of one architecture go on beside
+/// the other's guest. Each boot's time limit allows for it ([`limit`]).
 const GUESTS_AT_ONCE: usize = 2;
 /// Guests running now ([`GuestSlot`]).
 static RUNNING: Mutex<usize> = Mutex::new(0);
