@@ -120,8 +120,8 @@ fn uninstall_converges_after_a_kill() {
 fn config_of_the_oci_host_steps_converges_after_a_kill() {
     let node = oci_node::gb300_oci();
     oci_node::interface(&node, "rdma0v0", true, "mlx5_core");
-    // Every kill point (about 210), not every Nth past AT_MOST (a sample where
-    // the aarch64 step caps campaigns, skyhook_testkit::killpoint::AT_MOST_VAR).
+    // Every kill point (about 210), not every Nth past AT_MOST (a sample only
+    // where a run caps campaigns, skyhook_testkit::killpoint::AT_MOST_VAR).
     let report = KillPoints::new(&node, "config")
         .check("config-check")
         .at_most(400)

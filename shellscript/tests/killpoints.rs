@@ -23,7 +23,7 @@ const UNINSTALL: &str = "#!/bin/sh\nrm -rf \"$SKYHOOK_HOST_ROOT/etc/demo\"\n";
 const KEPT: &str = "/var/lib/skyhook-packages/shellscript/shellscript/uninstall.sh";
 
 #[test]
-fn a_stage_killed_anywhere_converges_on_rerun() {
+fn a_stage_converges_after_a_kill_at_any_call() {
     let n = node();
     n.host_program("mkdir", "/bin/mkdir")
         .host_program("grep", "/bin/grep")

@@ -271,6 +271,54 @@ fn ci_runs_the_image_tier_with_the_tools_it_installs() {
     assert!(ci_order(&text, "dist") < ci_order(&text, "image"));
 }
 
+/// The names of the `#[test]` functions of a Rust source file.
+fn test_names(source: &str) -> Vec<String> {
+    let mut names = Vec::new();
+    let mut lines = source.lines().map(str::trim);
+    while let Some(line) = lines.next() {
+        if line == "#[test]" {
+            let signature = lines.find(|l| l.starts_with("fn ")).expect("a fn after #[test]");
+            let name = signature["fn ".len()..].split('(').next().expect("a name");
+            names.push(name.to_string());
+        }
+    }
+    names
+}
+
+#[test]
+fn the_aarch64_step_leaves_out_exactly_the_kill_point_campaigns() {
+    let text = read(".ci/run");
+    let step = ci_step(&text, "aarch64");
+    assert!(step.contains("--skip converges_after_a_kill \\"), "{step}");
+    assert!(!step.contains("KILL_POINTS_AT_MOST"), "{step}");
+    // Every campaign carries the name the step skips, and nothing else in the
+    // workspace's tests does.
+    let mut campaigns = 0;
+    for entry in fs::read_dir(root()).unwrap().flatten() {
+        let tests = entry.path().join("tests");
+        let Ok(files) = fs::read_dir(&tests) else { continue };
+        for file in files
+            .flatten()
+            .map(|f| f.path())
+            .filter(|p| p.extension().is_some_and(|e| e == "rs"))
+        {
+            let source = fs::read_to_string(&file).unwrap();
+            let is_campaigns = file.file_name().is_some_and(|n| n == "killpoints.rs");
+            for name in test_names(&source) {
+                let skipped = name.contains("converges_after_a_kill");
+                assert_eq!(
+                    skipped,
+                    is_campaigns,
+                    "{}: test {name}: kill-point campaigns, and only they, are named *converges_after_a_kill*",
+                    file.display()
+                );
+                campaigns += usize::from(skipped);
+            }
+        }
+    }
+    assert!(campaigns > 20, "{campaigns} campaigns found");
+}
+
 #[test]
 fn every_skyhook_pkg_call_names_a_real_subcommand() {
     let mut calls = Vec::new();

@@ -35,15 +35,15 @@ use pool::{Binary, Limits, Test};
 
 /// The cargo setting of the tests' optimisation level, and the level used for tests
 /// of another architecture when the caller does not set it: under qemu-user,
-/// unoptimised code runs many times slower than natively, and the kill-point
-/// campaigns run the packages' code hundreds of times. `opt-level=1` keeps debug
+/// unoptimised code runs many times slower than natively, and the hostile-input
+/// corpora and fault campaigns run the packages' code hundreds of times. `opt-level=1` keeps debug
 /// assertions and overflow checks; measured on the aarch64 step, its longer build
 /// cost less than the run saved (the step's time in `.ci/run`'s table).
 const OPT_LEVEL_VAR: &str = "CARGO_PROFILE_TEST_OPT_LEVEL";
 const EMULATED_OPT_LEVEL: &str = "1";
 
-/// How long one test may run (under emulation, the longest kill-point campaign of
-/// the workspace takes about 3 min on the development machine).
+/// How long one test may run (under emulation, the longest test of the workspace
+/// takes under a minute on the development machine).
 const TEST_LIMIT: Duration = Duration::from_secs(15 * 60);
 
 /// How long all of a test's processes may go without using the CPU. No test sleeps
