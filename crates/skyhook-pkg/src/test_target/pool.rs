@@ -9,9 +9,9 @@
 //! minutes, not at the end of the time limit), or when it still runs after
 //! [`Limits::total`]. It is then killed with its process group, and the log names
 //! each of its processes with its state and the kernel function it waits in. Where
-//! the caller allows it ([`Limits::retry_idle`], under emulation), a test that went
-//! idle is run once more: it passes only if that second run passes, and the summary
-//! names it.
+//! the caller allows it ([`Limits::retry`], under emulation), a test that went idle
+//! or failed is run once more: it passes only if that second run passes, and the
+//! summary names it.
 
 use std::io::{self, Read};
 use std::os::unix::process::CommandExt;
@@ -72,10 +72,12 @@ pub struct Limits {
     /// How long all of a test's processes may go without using the CPU, starting or
     /// ending.
     pub idle: Duration,
-    /// Whether a test that went idle is run once more (under qemu-user, whose fork
-    /// in a multi-threaded guest can deadlock the child; a deadlock of the test's
-    /// own shows again, and natively it is never retried).
-    pub retry_idle: bool,
+    /// Whether a test that went idle or failed is run once more (under qemu-user,
+    /// whose fork in a multi-threaded guest can deadlock the child: the test goes
+    /// idle, or fails when a limit of its own, shorter than [`Limits::idle`], stops
+    /// the hung step first). A failure or deadlock of the test's own shows again,
+    /// and natively no test is ever retried.
+    pub retry: bool,
 }
 
 /// How a test ended.
@@ -100,7 +102,8 @@ pub struct Summary {
     pub ignored: usize,
     /// `label  name` of each test that failed, sorted.
     pub failed: Vec<String>,
-    /// `label  name` of each test that went idle, then passed when run again, sorted.
+    /// `label  name` of each test that went idle or failed, then passed when run
+    /// again, sorted.
     pub passed_when_run_again: Vec<String>,
 }
 
@@ -117,9 +120,14 @@ pub fn run(tests: &[Test], mode: &[String], jobs: usize, limits: Limits) -> Summ
                     let started = Instant::now();
                     let (mut verdict, mut output) = run_one(test, mode, &limits);
                     let mut run_again = false;
-                    if let (Verdict::Idle(why), true) = (&verdict, limits.retry_idle) {
+                    if let (Verdict::Idle(why) | Verdict::Failed(why), true) = (&verdict, limits.retry) {
                         let took = started.elapsed().as_secs_f64();
-                        outln!("IDLE    {took:7.1}s  {who}: {why}\n{output}\n    running it once more");
+                        let mark = if matches!(verdict, Verdict::Idle(_)) {
+                            "IDLE  "
+                        } else {
+                            "FAILED"
+                        };
+                        outln!("{mark}  {took:7.1}s  {who}: {why}\n{output}\n    running it once more");
                         run_again = true;
                         (verdict, output) = run_one(test, mode, &limits);
                     }
@@ -377,6 +385,7 @@ case "$2" in
   hangs) sleep 60 & echo $! > left-behind.pid; sleep 60;;
   forks) ( sleep 60; echo woke );;
   hangs-once) if [ -e hung-once ]; then pass; else touch hung-once; sleep 60; fi;;
+  fails-once) if [ -e failed-once ]; then pass; else touch failed-once; exit 101; fi;;
   busy) busy_for 4; pass;;
   spins) busy_for 60;;
   unknown) echo "test result: ok. 0 passed; 0 failed; 0 ignored; 0 measured; 10 filtered out";;
@@ -411,7 +420,7 @@ esac
     const LIMITS: Limits = Limits {
         total: Duration::from_secs(6),
         idle: Duration::from_secs(2),
-        retry_idle: true,
+        retry: true,
     };
 
     #[test]
@@ -423,6 +432,7 @@ esac
             "fails",
             "hangs",
             "hangs-once",
+            "fails-once",
             "busy",
             "spins",
             "unknown",
@@ -433,7 +443,7 @@ esac
             started.elapsed() < Duration::from_secs(40),
             "the hung tests were not stopped"
         );
-        assert_eq!((summary.passed, summary.ignored), (3, 1));
+        assert_eq!((summary.passed, summary.ignored), (4, 1));
         assert_eq!(
             summary.failed,
             [
@@ -443,7 +453,10 @@ esac
                 "demo tests/x  unknown"
             ]
         );
-        assert_eq!(summary.passed_when_run_again, ["demo tests/x  hangs-once"]);
+        assert_eq!(
+            summary.passed_when_run_again,
+            ["demo tests/x  fails-once", "demo tests/x  hangs-once"]
+        );
         let pid = std::fs::read_to_string(dir.path().join("left-behind.pid")).unwrap();
         let stat = std::fs::read_to_string(format!("/proc/{}/stat", pid.trim())).unwrap_or_default();
         let state = stat.rsplit_once(") ").and_then(|(_, rest)| rest.chars().next());
@@ -454,7 +467,7 @@ esac
     }
 
     #[test]
-    fn an_idle_test_is_killed_early_named_with_its_processes_and_run_again_only_when_allowed() {
+    fn an_idle_test_is_killed_early_named_with_its_processes_and_a_retry_only_when_allowed() {
         let (_dir, binary) = harness();
         let test = &tests(&binary, &["hangs"])[0];
         let started = Instant::now();
@@ -484,12 +497,9 @@ esac
             "{why}"
         );
 
-        let no_retry = Limits {
-            retry_idle: false,
-            ..LIMITS
-        };
-        let summary = run(&tests(&binary, &["hangs-once"]), &[], 1, no_retry);
-        assert_eq!(summary.failed, ["demo tests/x  hangs-once"]);
+        let no_retry = Limits { retry: false, ..LIMITS };
+        let summary = run(&tests(&binary, &["hangs-once", "fails-once"]), &[], 1, no_retry);
+        assert_eq!(summary.failed, ["demo tests/x  fails-once", "demo tests/x  hangs-once"]);
         assert!(summary.passed_when_run_again.is_empty());
     }
 
