@@ -507,14 +507,23 @@ mod tests {
     fn apt_holds_its_lock_while_it_runs() {
         let node = node(Manager::Apt);
         drop(node.hold_apt_lock(AptLock::Archives, "apt-get"));
-        node.offer_package(&DistPackage::new("slow", "1").on_install("sleep 1"));
+        // The first install says when it runs and holds the lock until the test lets
+        // it go (at most a minute): no race with the clock on a loaded machine.
+        node.offer_package(&DistPackage::new("slow", "1").on_install(
+            r#"touch "$R/installing"; n=0; while [ ! -e "$R/release" ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n + 1)); done"#,
+        ));
         let mut first = Command::new(node.commands_dir().join("apt-get"))
             .args(["install", "-y", "slow"])
             .env("SKYHOOK_HOST_ROOT", node.root())
             .spawn()
             .unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(300));
+        let started = std::time::Instant::now();
+        while !node.root().join("installing").exists() {
+            assert!(started.elapsed().as_secs() < 60, "the first install never started");
+            std::thread::sleep(std::time::Duration::from_millis(20));
+        }
         let (ok, _, err) = run(&node, "apt-get", &["install", "-y", "tuned"]);
+        std::fs::write(node.root().join("release"), "").unwrap();
         assert!(first.wait().unwrap().success());
         assert!(
             !ok && err.contains("Could not get lock /var/cache/apt/archives/lock"),
