@@ -10,8 +10,6 @@
 //!   ext4 behind a hand-written MBR, GRUB installed from the root by GRUB's own tools:
 //!   BIOS GRUB on x86_64, GRUB EFI on its own ESP on arm64), cached and keyed by its recipe; one per
 //!   [`arch::Guest`] (arm64 also with bookworm-backports' 16k-page kernel).
-//! - [`prepare`]: the payloads and base images made ahead of the scenarios (`.ci/run`'s
-//!   `vm_images` step, in the background beside the test step).
 //! - [`vm`]: what a scenario uses: [`vm::Vm::new`], [`vm::Vm::boot`] (one boot that runs
 //!   a bash script in the guest and returns its exit code, output and files), asserts.
 //! - one module per scenario: [`smoke`], [`tuning`], [`tuned`], [`kdump`], [`shellscript`],
@@ -29,7 +27,6 @@ mod cache;
 mod catalog;
 mod disk;
 mod image;
-mod prepare;
 mod qemu;
 mod vm;
 

@@ -174,17 +174,6 @@ fn prepare(cache: &Path, arch: Arch) -> Result<Env, String> {
     Ok(Env { qemu, payload })
 }
 
-/// Makes ready what a boot of `arch` needs beside its image: qemu and the payload
-/// (a run that prepares ahead of the scenarios: [`crate::prepare`]).
-pub fn prepare_payload(arch: Arch) {
-    env(arch);
-}
-
-/// Builds the base image of `guest` now unless the cache has it ([`crate::prepare`]).
-pub fn prepare_image(guest: Guest) {
-    image_of(guest);
-}
-
 /// The base image of `guest`, built now when the cache has none for its recipe.
 fn image_of(guest: Guest) -> &'static Image {
     let slot = Guest::ALL.iter().position(|g| *g == guest).expect("a known guest");
