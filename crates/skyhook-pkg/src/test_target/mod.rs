@@ -16,8 +16,8 @@
 //! the CPU is killed (a deadlock), and so is one still running after
 //! [`TEST_LIMIT`]; under emulation a test that went idle or failed is run once
 //! more, and passes only if that run passes ([`pool`]): a deadlocked fork can also
-//! fail a test, when a time limit of the test's own stops the hung step first. Doctests are not run (cargo runs them
-//! only for the host).
+//! fail a test, when a time limit of the test's own stops the hung step first.
+//! Doctests are not run (cargo runs them only for the host).
 
 mod harness;
 mod pool;
@@ -37,9 +37,10 @@ use pool::{Binary, Limits, Test};
 /// The cargo setting of the tests' optimisation level, and the level used for tests
 /// of another architecture when the caller does not set it: under qemu-user,
 /// unoptimised code runs many times slower than natively, and the hostile-input
-/// corpora and fault campaigns run the packages' code hundreds of times. `opt-level=1` keeps debug
-/// assertions and overflow checks; measured on the aarch64 step, its longer build
-/// cost less than the run saved (the step's time in `.ci/run`'s table).
+/// corpora and fault campaigns run the packages' code hundreds of times.
+/// `opt-level=1` keeps debug assertions and overflow checks; measured on the aarch64
+/// step, its longer build cost less than the run saved (the step's time in
+/// `.ci/run`'s table).
 const OPT_LEVEL_VAR: &str = "CARGO_PROFILE_TEST_OPT_LEVEL";
 const EMULATED_OPT_LEVEL: &str = "1";
 
