@@ -10,10 +10,6 @@ use common::*;
 use skyhook_testkit::Node;
 use skyhook_testkit::killpoint::KillPoints;
 
-/// Kill points per scenario: every mutating call today (the largest scenario makes
-/// fewer than 100); past this, every Nth, so a new scenario stays within budget.
-const AT_MOST: usize = 200;
-
 /// The configMap of every scenario after apply.
 fn configmap(node: &Node) {
     node.configmap("crashkernel", "512M")
@@ -26,7 +22,6 @@ fn campaign(node: &Node, distro: Distro, mode: &str, check: &str) {
     // debconf answers the stand-in appends (real debconf overwrites the answer).
     let report = KillPoints::new(node, mode)
         .check(check)
-        .at_most(AT_MOST)
         .ignoring(&format!("systemd/{unit}.starts"))
         .ignoring("debconf.db")
         .run();

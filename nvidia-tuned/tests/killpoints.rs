@@ -15,20 +15,8 @@ use common::*;
 use skyhook_testkit::Node;
 use skyhook_testkit::killpoint::KillPoints;
 
-/// Kill points per scenario (past this, every Nth).
-const AT_MOST: usize = 200;
-
-/// Kill points per scenario of the RHEL-like host steps (four campaigns of 290 to
-/// 400 calls each): a sample spread over every step, where 200 each cost the test
-/// step minutes of CI for the same code paths.
-const AT_MOST_RHEL: usize = 60;
-
 fn campaign(node: &Node, mode: &str, check: &str) {
-    campaign_at_most(node, mode, check, AT_MOST);
-}
-
-fn campaign_at_most(node: &Node, mode: &str, check: &str, at_most: usize) {
-    let report = KillPoints::new(node, mode).check(check).at_most(at_most).run();
+    let report = KillPoints::new(node, mode).check(check).run();
     eprintln!("nvidia-tuned {report}");
     report.assert_converged();
 }
@@ -120,14 +108,7 @@ fn uninstall_converges_after_a_kill() {
 fn config_of_the_oci_host_steps_converges_after_a_kill() {
     let node = oci_node::gb300_oci();
     oci_node::interface(&node, "rdma0v0", true, "mlx5_core");
-    // Every kill point (about 210), not every Nth past AT_MOST (a sample only
-    // where a run caps campaigns, skyhook_testkit::killpoint::AT_MOST_VAR).
-    let report = KillPoints::new(&node, "config")
-        .check("config-check")
-        .at_most(400)
-        .run();
-    eprintln!("nvidia-tuned {report}");
-    report.assert_converged();
+    campaign(&node, "config", "config-check");
 }
 
 #[test]
@@ -143,7 +124,7 @@ fn uninstall_of_the_oci_host_steps_converges_after_a_kill() {
 #[test]
 fn config_of_the_oci_host_steps_on_rhel_converges_after_a_kill() {
     for grubby in [true, false] {
-        campaign_at_most(&oci_node::rhel_oci(grubby), "config", "config-check", AT_MOST_RHEL);
+        campaign(&oci_node::rhel_oci(grubby), "config", "config-check");
     }
 }
 
@@ -152,6 +133,6 @@ fn uninstall_of_the_oci_host_steps_on_rhel_converges_after_a_kill() {
     for grubby in [true, false] {
         let node = oci_node::rhel_oci(grubby);
         node.run("config").expect_code(0);
-        campaign_at_most(&node, "uninstall", "uninstall-check", AT_MOST_RHEL);
+        campaign(&node, "uninstall", "uninstall-check");
     }
 }

@@ -8,11 +8,8 @@ mod common;
 use common::*;
 use skyhook_testkit::killpoint::KillPoints;
 
-/// Kill points per scenario: every mutating call (each scenario makes far fewer).
-const AT_MOST: usize = 200;
-
 fn campaign(n: &Node, mode: &str, check: &str) {
-    let report = KillPoints::new(n, mode).check(check).at_most(AT_MOST).run();
+    let report = KillPoints::new(n, mode).check(check).run();
     eprintln!("nvidia-tuning-gke {report}");
     report.assert_converged();
 }

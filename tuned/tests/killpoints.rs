@@ -10,12 +10,8 @@ use common::*;
 use skyhook_testkit::Node;
 use skyhook_testkit::killpoint::KillPoints;
 
-/// Kill points per scenario: every mutating call today (the largest scenario makes
-/// fewer than 100); past this, every Nth, so a new scenario stays within budget.
-const AT_MOST: usize = 200;
-
 fn campaign(node: &Node, mode: &str, check: &str) {
-    let report = KillPoints::new(node, mode).check(check).at_most(AT_MOST).run();
+    let report = KillPoints::new(node, mode).check(check).run();
     eprintln!("tuned {report}");
     report.assert_converged();
 }

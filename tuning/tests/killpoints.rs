@@ -11,12 +11,8 @@ use common::*;
 use skyhook_testkit::killpoint::KillPoints;
 use skyhook_testkit::kmod::{self, line};
 
-/// Kill points per scenario: every mutating call today (the largest scenario makes
-/// fewer than 100); past this, every Nth, so a new scenario stays within budget.
-const AT_MOST: usize = 200;
-
 fn campaign(n: &Node, mode: &str, check: &str) {
-    let report = KillPoints::new(n, mode).check(check).at_most(AT_MOST).run();
+    let report = KillPoints::new(n, mode).check(check).run();
     eprintln!("tuning {report}");
     report.assert_converged();
 }

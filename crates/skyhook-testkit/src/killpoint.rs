@@ -22,13 +22,17 @@
 //! there, before anything else changes the node, which is the node that SIGKILL
 //! before the next mutating call leaves. So SIGTERM is tried where the step blocks
 //! it (the process supervisor takes it and passes it on to the child), where it
-//! handles it, at every call that starts a process or thread, at the last call, and
-//! at every point of a sampled campaign (where the next call is not tried); the
-//! uninterrupted run's trace tells which (`rt_sigprocmask`, `rt_sigaction`).
+//! handles it, at every call that starts a process or thread and at the last call;
+//! the uninterrupted run's trace tells which (`rt_sigprocmask`, `rt_sigaction`).
 //!
-//! [`AT_MOST_VAR`] caps every campaign's kill points for a whole run: a quick local
-//! run of the campaigns (`SKYHOOK_KILL_POINTS_AT_MOST=6 cargo test -p tuning --test
-//! killpoints`); CI runs every campaign at its own count.
+//! A campaign places at most [`AT_MOST`] kill points ([`KillPoints::at_most`] sets
+//! another figure): past it, every Nth mutating call, from a rotating start — the
+//! run of day D tries calls D mod N, D mod N + N, …, so N consecutive days of runs
+//! together try every call, and SIGTERM is still sent only where it tells more than
+//! the next call's SIGKILL, which another day's run tries. A failure names its
+//! rotation: [`OFFSET_VAR`] reruns exactly those kill points. [`AT_MOST_VAR`] caps
+//! every campaign's kill points for a whole run: a quick local run of the campaigns
+//! (`SKYHOOK_KILL_POINTS_AT_MOST=6 cargo test -p tuning --test killpoints`).
 
 use std::path::Path;
 use std::process::Command;
@@ -51,6 +55,17 @@ execve,clone,clone3,?fork,?vfork,?symlink,symlinkat,?link,linkat,ftruncate,?trun
 /// process (a positive integer; campaigns made with [`KillPoints::every_call`] are
 /// exempt): a sample spread evenly over each run instead of up to [`KillPoints::at_most`].
 pub const AT_MOST_VAR: &str = "SKYHOOK_KILL_POINTS_AT_MOST";
+
+/// Kill points per campaign unless it says otherwise ([`KillPoints::at_most`]): the
+/// largest campaigns make about 200 mutating calls, and every call of theirs cost the
+/// test step minutes; spread over a few days' rotations they are all tried.
+pub const AT_MOST: usize = 60;
+
+/// The environment variable that chooses the rotation of every sampled campaign in
+/// this process (a non-negative integer, taken modulo each campaign's stride):
+/// the value a failure names, to try exactly its kill points again. Unset: the
+/// day's rotation (days since the Unix epoch).
+pub const OFFSET_VAR: &str = "SKYHOOK_KILL_POINTS_OFFSET";
 
 /// The signals sent at each kill point, as strace names them, with the exit code a
 /// step they end has (128 + the signal's number).
@@ -82,7 +97,8 @@ impl Call {
     }
 
     /// Whether SIGTERM here can end the step otherwise than SIGKILL at the next
-    /// mutating call (`next_killed`: that call is a kill point of the campaign). Not
+    /// mutating call (`next_killed`: there is a next call, a kill point of this run
+    /// or of another rotation of a sampled campaign). Not
     /// at an open that would empty the simulated `/proc/sys` ([`empties_simulated_proc_sys`]).
     pub fn term_tells_more(&self, next_killed: bool) -> bool {
         !empties_simulated_proc_sys(self) && (!next_killed || self.term_taken || self.starts_a_task())
@@ -108,6 +124,9 @@ pub struct Report {
     pub mutating: usize,
     /// Every how many of them a kill point was placed.
     pub stride: usize,
+    /// The rotation: the first kill point is the mutating call of this index
+    /// (0-based; below `stride`).
+    pub offset: usize,
     /// Kill points tried, each signal of [`SIGNALS`] counted.
     pub tried: usize,
     /// Kill points (each signal counted) after which the rerun converged.
@@ -124,7 +143,7 @@ impl<'a> KillPoints<'a> {
             node,
             mode: mode.into(),
             check: None,
-            at_most: 40,
+            at_most: AT_MOST,
             every_call: false,
             ignore: Vec::new(),
         }
@@ -164,18 +183,20 @@ impl<'a> KillPoints<'a> {
         self.require_check("the uninterrupted run");
         let budget = budget(self.at_most, self.every_call, cap_from_env());
         let stride = calls.len().div_ceil(budget).max(1);
+        let offset = rotation() % stride;
         let mut report = Report {
             mode: self.mode.clone(),
             mutating: calls.len(),
             stride,
+            offset,
             tried: 0,
             converged: 0,
             failures: Vec::new(),
         };
         let mut term_points = 0;
-        for call in calls.iter().step_by(stride) {
-            let next_killed = stride == 1 && call.index + 1 < calls.len();
-            let term = call.term_tells_more(next_killed);
+        for index in kill_points(calls.len(), stride, offset) {
+            let call = &calls[index];
+            let term = call.term_tells_more(index + 1 < calls.len());
             term_points += usize::from(term);
             for signal in SIGNALS {
                 if signal.0 == "TERM" && !term {
@@ -198,7 +219,7 @@ impl<'a> KillPoints<'a> {
             format!(
                 "{} mutating calls; {} kill points × SIGKILL (every {}), {} of them × SIGTERM: {} runs, {} converged",
                 report.mutating,
-                calls.len().div_ceil(stride),
+                kill_points(calls.len(), stride, offset).len(),
                 stride,
                 term_points,
                 report.tried,
@@ -333,12 +354,15 @@ impl Report {
     pub fn assert_converged(&self) {
         assert!(
             self.failures.is_empty(),
-            "{}: {} of {} kill point(s) did not converge ({} mutating calls, every {}th tried):\n{}",
+            "{}: {} of {} kill point(s) did not converge ({} mutating calls, every {}th tried from \
+             call {}; {OFFSET_VAR}={} tries these again):\n{}",
             self.mode,
             self.failures.len(),
             self.tried,
             self.mutating,
             self.stride,
+            self.offset + 1,
+            self.offset,
             self.failures.join("\n")
         );
     }
@@ -348,8 +372,13 @@ impl std::fmt::Display for Report {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         write!(
             f,
-            "{}: {} mutating calls, {} kill points tried (every {}, each signal counted), {} converged",
-            self.mode, self.mutating, self.tried, self.stride, self.converged
+            "{}: {} mutating calls, {} kill points tried (every {} from call {}, each signal counted), {} converged",
+            self.mode,
+            self.mutating,
+            self.tried,
+            self.stride,
+            self.offset + 1,
+            self.converged
         )
     }
 }
@@ -426,6 +455,34 @@ fn leftovers(markers: &[Vec<u8>]) -> Vec<i32> {
         }
     }
     found
+}
+
+/// The indexes of the mutating calls a campaign of `calls` calls kills at: every
+/// `stride`th from `offset`. The `stride` rotations together try every call once.
+fn kill_points(calls: usize, stride: usize, offset: usize) -> Vec<usize> {
+    (offset..calls).step_by(stride.max(1)).collect()
+}
+
+/// The rotation of this run's sampled campaigns: [`OFFSET_VAR`], else the day.
+/// Panics, naming the variable, when it is not a non-negative integer.
+fn rotation() -> usize {
+    match std::env::var_os(OFFSET_VAR) {
+        Some(value) => {
+            let text = value.to_string_lossy();
+            text.trim().parse::<usize>().unwrap_or_else(|_| {
+                panic!(
+                    "{OFFSET_VAR}={:?}: not a rotation; set the number a failed campaign named, or unset it",
+                    text.chars().take(40).collect::<String>()
+                )
+            })
+        }
+        None => {
+            let since_epoch = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .unwrap_or_default();
+            (since_epoch.as_secs() / 86_400) as usize
+        }
+    }
 }
 
 /// How many kill points a campaign may place: `at_most`, lowered to `cap`
@@ -749,15 +806,36 @@ mod tests {
             !call("write", false).term_tells_more(true),
             "the next call's SIGKILL leaves the same node"
         );
-        assert!(
-            call("write", false).term_tells_more(false),
-            "last call, or a sampled campaign"
-        );
+        assert!(call("write", false).term_tells_more(false), "the last call");
         assert!(call("write", true).term_tells_more(true), "blocked or handled");
         assert!(call("clone3", false).term_tells_more(true), "a process starts");
         let mut proc_sys = call("openat", true);
         proc_sys.line = "openat(AT_FDCWD</>, \"/r/proc/sys/vm/x\", O_WRONLY|O_TRUNC) = 3".into();
         assert!(!proc_sys.term_tells_more(false));
+    }
+
+    #[test]
+    fn the_rotations_of_a_sampled_campaign_together_try_every_call_once() {
+        for calls in [1usize, 7, 60, 61, 120, 208] {
+            let stride = calls.div_ceil(AT_MOST).max(1);
+            let mut tried = Vec::new();
+            for offset in 0..stride {
+                let points = kill_points(calls, stride, offset);
+                assert!(
+                    points.len() <= AT_MOST,
+                    "{calls} calls, rotation {offset}: {}",
+                    points.len()
+                );
+                assert_eq!(
+                    points.first(),
+                    Some(&offset),
+                    "{calls} calls: a rotation starts at its offset"
+                );
+                tried.extend(points);
+            }
+            tried.sort_unstable();
+            assert_eq!(tried, (0..calls).collect::<Vec<_>>(), "{calls} calls, every {stride}th");
+        }
     }
 
     #[test]
