@@ -157,6 +157,10 @@ enum Command {
         /// one in `target/` then never waits for that directory's lock, nor holds it).
         #[arg(long)]
         target_dir: Option<PathBuf>,
+        /// Leave out every package's integration test target NAME (`tests/NAME.rs`):
+        /// built, not run (repeatable).
+        #[arg(long = "skip-target", value_name = "NAME")]
+        skip_targets: Vec<String>,
         /// After `--`, the test harness's arguments (filters, --skip, --ignored, --nocapture).
         #[arg(last = true)]
         harness: Vec<String>,
@@ -221,6 +225,7 @@ fn main() -> ExitCode {
             packages,
             locked,
             target_dir,
+            skip_targets,
             harness,
         } => {
             let cargo: Vec<String> = packages
@@ -233,7 +238,7 @@ fn main() -> ExitCode {
                         .flat_map(|d| ["--target-dir".to_string(), d.display().to_string()]),
                 )
                 .collect();
-            test_target::run(&target, jobs.map(usize::from), &cargo, &harness)
+            test_target::run(&target, jobs.map(usize::from), &cargo, &skip_targets, &harness)
         }
         Command::DistSelf { target, out } => dist_self::run(target.as_deref(), &out),
         Command::Figures { from, write } => figures::run(&from, write.as_deref()),

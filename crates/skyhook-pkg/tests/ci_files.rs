@@ -320,6 +320,23 @@ fn the_aarch64_step_leaves_out_exactly_the_kill_point_campaigns() {
 }
 
 #[test]
+fn the_aarch64_step_leaves_out_the_hostile_corpora_of_every_package() {
+    let text = read(".ci/run");
+    let step = ci_step(&text, "aarch64");
+    assert!(step.contains("--skip-target hostile"), "{step}");
+    // The target it names is where every package keeps its corpus.
+    let mut corpora = 0;
+    for entry in fs::read_dir(root()).unwrap().flatten() {
+        if entry.path().join("config.json").is_file() {
+            let corpus = entry.path().join("tests/hostile.rs");
+            assert!(corpus.is_file(), "{}: no hostile corpus", corpus.display());
+            corpora += 1;
+        }
+    }
+    assert!(corpora >= 8, "{corpora} packages with a corpus");
+}
+
+#[test]
 fn every_skyhook_pkg_call_names_a_real_subcommand() {
     let mut calls = Vec::new();
     for f in [

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-//! `skyhook-pkg test --target <triple> [--jobs N] [--target-dir DIR] [cargo test
-//! arguments] [-- harness arguments]`: the workspace's tests built for another target exactly as `dist`
+//! `skyhook-pkg test --target <triple> [--jobs N] [--target-dir DIR] [--skip-target
+//! NAME] [cargo test arguments] [-- harness arguments]`: the workspace's tests built for another target exactly as `dist`
 //! builds the packages (the toolchain that has the target's standard library, the
 //! cross linker, `+crt-static`), then run **one test per process, N at a time**
 //! ([`pool`]). Binaries of another architecture run where the kernel can run them:
@@ -53,19 +53,30 @@ const TEST_LIMIT: Duration = Duration::from_secs(15 * 60);
 const IDLE_LIMIT: Duration = Duration::from_secs(2 * 60);
 
 /// Builds the tests for `target` with `cargo_args` and runs those the harness
-/// arguments (given after `--`) choose, `jobs` at a time (default: one per core);
-/// true when every test passed.
+/// arguments (given after `--`) choose, `jobs` at a time (default: one per core),
+/// but none of the integration test targets named in `skip_targets`; true when every
+/// test passed.
 pub fn run(
     target: &str,
     jobs: Option<usize>,
     cargo_args: &[String],
+    skip_targets: &[String],
     harness_args: &[String],
 ) -> Result<bool, ToolError> {
     let harness = Harness::parse(harness_args)?;
     let emulated = platform::triple_arch(&dist::host_triple()?) != platform::triple_arch(target);
-    let Some(binaries) = build(target, emulated, cargo_args)? else {
+    let Some(mut binaries) = build(target, emulated, cargo_args)? else {
         return Ok(false);
     };
+    let built = binaries.len();
+    binaries.retain(|b| !skip_targets.iter().any(|name| b.is_test_target(name)));
+    if !skip_targets.is_empty() {
+        outln!(
+            "left out: {} binaries of the test targets {}",
+            built - binaries.len(),
+            skip_targets.join(", ")
+        );
+    }
     let mut tests = Vec::new();
     for binary in &binaries {
         for name in list(binary, &harness.selection)? {
@@ -221,5 +232,19 @@ mod tests {
         );
         let e = test_binaries("not json\n").unwrap_err().to_string();
         assert!(e.contains("not json"), "{e}");
+    }
+
+    #[test]
+    fn a_skipped_target_is_the_integration_test_of_that_name_in_any_package() {
+        let binary = |label: &str| Binary {
+            executable: PathBuf::from("/t/x"),
+            dir: PathBuf::from("/w"),
+            label: label.into(),
+        };
+        assert!(binary("tuning tests/hostile").is_test_target("hostile"));
+        assert!(binary("nvidia-tuning-gke tests/hostile").is_test_target("hostile"));
+        assert!(!binary("tuning tests/hostile_extra").is_test_target("hostile"));
+        assert!(!binary("hostile lib").is_test_target("hostile"), "a package named so");
+        assert!(!binary("tuning tests/killpoints").is_test_target("hostile"));
     }
 }
