@@ -7,7 +7,9 @@
 //!
 //! Every scenario runs twice: on a root of this machine's architecture, and on an
 //! arm64 root with the aarch64 dist trees, both run under qemu-user emulation
-//! ([`emulation`]) — the real agent's contract, as on a Grace node.
+//! ([`emulation`]) — the real agent's contract, as on a Grace node. tuned's arm64 run
+//! is `#[ignore]`d: nvidia-tuned's arm64 scenario installs the same tuned there and
+//! activates profiles through the same engine.
 //!
 //! The RHEL scenarios ([`rhel`]) dress copies of the root as RHEL 9 and RHEL 8 and run
 //! kdump, tuning and tuned with the real dnf and rpm against a local repository of
