@@ -320,18 +320,6 @@ fn the_aarch64_step_leaves_out_exactly_the_kill_point_campaigns() {
 }
 
 #[test]
-fn a_background_step_yields_to_the_foreground_in_its_session_and_its_processes() {
-    let text = read(".ci/run");
-    let start = at(&text, "\nstart_in_background() {\n");
-    let body = &text[start..start + at(&text[start..], "\n}\n")];
-    // Its own session (stopped as a whole), whose scheduling group gets nice 10: with
-    // autogroup, nice on the processes alone leaves it an equal share.
-    assert!(body.contains("setsid bash -c"), "{body}");
-    assert!(body.contains("echo 10 >/proc/self/autogroup"), "{body}");
-    assert!(body.contains("exec nice -n 10 bash"), "{body}");
-}
-
-#[test]
 fn the_aarch64_step_leaves_out_the_hostile_corpora_of_every_package() {
     let text = read(".ci/run");
     let step = ci_step(&text, "aarch64");
