@@ -193,8 +193,9 @@ impl<'a> KillPoints<'a> {
             converged: 0,
             failures: Vec::new(),
         };
+        let points = kill_points(calls.len(), stride, offset);
         let mut term_points = 0;
-        for index in kill_points(calls.len(), stride, offset) {
+        for &index in &points {
             let call = &calls[index];
             let term = call.term_tells_more(index + 1 < calls.len());
             term_points += usize::from(term);
@@ -219,7 +220,7 @@ impl<'a> KillPoints<'a> {
             format!(
                 "{} mutating calls; {} kill points × SIGKILL (every {}), {} of them × SIGTERM: {} runs, {} converged",
                 report.mutating,
-                kill_points(calls.len(), stride, offset).len(),
+                points.len(),
                 stride,
                 term_points,
                 report.tried,
