@@ -320,6 +320,36 @@ fn the_aarch64_step_leaves_out_exactly_the_kill_point_campaigns() {
 }
 
 #[test]
+fn the_vm_guests_are_readied_in_the_background_by_the_tests_that_exist() {
+    let text = read(".ci/run");
+    // cargo test with a filter that matches nothing passes: every test of the prepare
+    // module is named by vm_prepare and skipped by vm, and vm_prepare names no other.
+    let module = read("crates/skyhook-pkg/tests/vm/prepare.rs");
+    let tests: Vec<String> = module
+        .split("#[test]")
+        .skip(1)
+        .map(|rest| {
+            let name = &rest[at(rest, "fn ") + 3..];
+            format!("prepare::{}", &name[..at(name, "(")])
+        })
+        .collect();
+    assert!(!tests.is_empty(), "no test in tests/vm/prepare.rs");
+    let prepare = ci_step(&text, "vm_prepare");
+    let vm = ci_step(&text, "vm");
+    for test in &tests {
+        assert!(
+            prepare.contains(&format!(" {test}")),
+            "vm_prepare does not run {test}: {prepare}"
+        );
+        assert!(vm.contains(&format!("--skip {test}")), "vm does not skip {test}: {vm}");
+    }
+    assert_eq!(prepare.matches(" prepare::").count(), tests.len(), "{prepare}");
+    // In the background after aarch64, waited for before vm.
+    assert!(ci_order(&text, "'aarch64+vm_prepare&'") < ci_order(&text, "test"));
+    assert!(ci_order(&text, "wait") < ci_order(&text, "vm"));
+}
+
+#[test]
 fn the_aarch64_step_leaves_out_the_hostile_corpora_of_every_package() {
     let text = read(".ci/run");
     let step = ci_step(&text, "aarch64");

@@ -12,6 +12,7 @@
 //!   [`arch::Guest`] (arm64 also with bookworm-backports' 16k-page kernel).
 //! - [`vm`]: what a scenario uses: [`vm::Vm::new`], [`vm::Vm::boot`] (one boot that runs
 //!   a bash script in the guest and returns its exit code, output and files), asserts.
+//! - [`prepare`]: the guests of `.ci/run`'s VM step readied ahead of it, nothing booted.
 //! - one module per scenario: [`smoke`], [`tuning`], [`tuned`], [`kdump`], [`shellscript`],
 //!   [`nvidia`] (nvidia-tuned and nvidia-tuning-gke), [`unload_and_bind`] (copy-fail and
 //!   bind-mount on one machine, with a second disk); [`catalog`]: what the NVIDIA
@@ -32,6 +33,7 @@ mod vm;
 
 mod kdump;
 mod nvidia;
+mod prepare;
 mod shellscript;
 mod smoke;
 mod tuned;

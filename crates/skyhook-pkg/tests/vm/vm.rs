@@ -174,6 +174,14 @@ fn prepare(cache: &Path, arch: Arch) -> Result<Env, String> {
     Ok(Env { qemu, payload })
 }
 
+/// Readies `guest` with nothing booted: qemu and the payload of its architecture and
+/// its base image, built into the cache unless already there ([`crate::prepare`]). A
+/// later test process then finds the image in the cache and the payload's build fresh.
+pub fn ready(guest: Guest) {
+    env(guest.arch);
+    image_of(guest);
+}
+
 /// The base image of `guest`, built now when the cache has none for its recipe.
 fn image_of(guest: Guest) -> &'static Image {
     let slot = Guest::ALL.iter().position(|g| *g == guest).expect("a known guest");
