@@ -9,15 +9,11 @@ mod common;
 use common::*;
 use skyhook_testkit::killpoint::KillPoints;
 
-fn campaign(n: &Node, mode: &str, check: &str) {
-    let report = KillPoints::new(n, mode).check(check).run();
-    eprintln!("bind-mount {report}");
-    report.assert_converged();
-}
-
 #[test]
 fn apply_on_a_fresh_node_converges_after_a_kill() {
-    campaign(&node(), "apply", "apply-check");
+    KillPoints::new(&node(), "apply")
+        .check("apply-check")
+        .assert_converges();
 }
 
 #[test]
@@ -25,7 +21,7 @@ fn config_changing_the_target_converges_after_a_kill() {
     let n = node();
     run(&n, "config", 0);
     n.configmap("target", "/mnt/other");
-    campaign(&n, "config", "config-check");
+    KillPoints::new(&n, "config").check("config-check").assert_converges();
 }
 
 #[test]
@@ -33,7 +29,9 @@ fn uninstall_converges_after_a_kill() {
     let n = node();
     run(&n, "apply", 0);
     n.clear_configmaps();
-    campaign(&n, "uninstall", "uninstall-check");
+    KillPoints::new(&n, "uninstall")
+        .check("uninstall-check")
+        .assert_converges();
 }
 
 #[test]
@@ -41,5 +39,7 @@ fn uninstall_of_a_live_mount_converges_after_a_kill() {
     let n = node();
     run(&n, "apply", 0);
     interrupt(&n, UNIT).expect_code(0);
-    campaign(&n, "uninstall", "uninstall-check");
+    KillPoints::new(&n, "uninstall")
+        .check("uninstall-check")
+        .assert_converges();
 }

@@ -9,27 +9,25 @@ mod common;
 use common::*;
 use skyhook_testkit::killpoint::KillPoints;
 
-fn campaign(n: &Node, mode: &str, check: &str) {
-    let report = KillPoints::new(n, mode).check(check).run();
-    eprintln!("copy-fail {report}");
-    report.assert_converged();
-}
-
 #[test]
 fn config_from_a_fresh_node_converges_after_a_kill() {
-    campaign(&node(), "config", "config-check");
+    KillPoints::new(&node(), "config")
+        .check("config-check")
+        .assert_converges();
 }
 
 #[test]
 fn config_taking_over_the_bash_packages_file_converges_after_a_kill() {
     let n = node();
     n.file(FILE, CONTENT);
-    campaign(&n, "config", "config-check");
+    KillPoints::new(&n, "config").check("config-check").assert_converges();
 }
 
 #[test]
 fn uninstall_converges_after_a_kill() {
     let n = node();
     run(&n, "config", 0);
-    campaign(&n, "uninstall", "uninstall-check");
+    KillPoints::new(&n, "uninstall")
+        .check("uninstall-check")
+        .assert_converges();
 }

@@ -15,12 +15,6 @@ use common::*;
 use skyhook_testkit::Node;
 use skyhook_testkit::killpoint::KillPoints;
 
-fn campaign(node: &Node, mode: &str, check: &str) {
-    let report = KillPoints::new(node, mode).check(check).run();
-    eprintln!("nvidia-tuned {report}");
-    report.assert_converged();
-}
-
 /// A gb200 node on EKS with GRUB (config regenerates it for the eks drop-in).
 fn configured_node() -> Node {
     let node = debian(None);
@@ -35,7 +29,9 @@ fn configured_node() -> Node {
 
 #[test]
 fn config_deploying_a_service_combination_converges_after_a_kill() {
-    campaign(&configured_node(), "config", "config-check");
+    KillPoints::new(&configured_node(), "config")
+        .check("config-check")
+        .assert_converges();
 }
 
 #[test]
@@ -43,7 +39,9 @@ fn config_reconciling_to_another_intent_converges_after_a_kill() {
     let node = configured_node();
     node.run("config").expect_code(0);
     node.configmap("intent", "multiNodeTraining");
-    campaign(&node, "config", "config-check");
+    KillPoints::new(&node, "config")
+        .check("config-check")
+        .assert_converges();
 }
 
 /// A node configured for eks that the bash version had configured for rke2 before (its
@@ -60,7 +58,9 @@ fn config_taking_grub_drop_ins_back_converges_after_a_kill() {
     );
     node.configmap("service", "rke2");
     node.env("CONFIGURE_BOOTLOADER", "false");
-    campaign(&node, "config", "config-check");
+    KillPoints::new(&node, "config")
+        .check("config-check")
+        .assert_converges();
 }
 
 /// A vr200 node on Ubuntu 26.04 with service rke2, an RKE2 agent (both of RKE2's
@@ -83,7 +83,9 @@ fn rke2_vr200_node() -> Node {
 
 #[test]
 fn config_deploying_rke2_on_vr200_converges_after_a_kill() {
-    campaign(&rke2_vr200_node(), "config", "config-check");
+    KillPoints::new(&rke2_vr200_node(), "config")
+        .check("config-check")
+        .assert_converges();
 }
 
 #[test]
@@ -94,28 +96,36 @@ fn uninstall_of_rke2_on_vr200_converges_after_a_kill() {
         let drop_in = format!("/etc/systemd/system/{unit}.service.d/containerd.conf");
         assert!(node.exists(&drop_in), "{drop_in} deployed, for uninstall to take back");
     }
-    campaign(&node, "uninstall", "uninstall-check");
+    KillPoints::new(&node, "uninstall")
+        .check("uninstall-check")
+        .assert_converges();
 }
 
 #[test]
 fn uninstall_converges_after_a_kill() {
     let node = configured_node();
     node.run("config").expect_code(0);
-    campaign(&node, "uninstall", "uninstall-check");
+    KillPoints::new(&node, "uninstall")
+        .check("uninstall-check")
+        .assert_converges();
 }
 
 #[test]
 fn config_of_the_oci_host_steps_converges_after_a_kill() {
     let node = oci_node::gb300_oci();
     oci_node::interface(&node, "rdma0v0", true, "mlx5_core");
-    campaign(&node, "config", "config-check");
+    KillPoints::new(&node, "config")
+        .check("config-check")
+        .assert_converges();
 }
 
 #[test]
 fn uninstall_of_the_oci_host_steps_converges_after_a_kill() {
     let node = oci_node::gb300_oci();
     node.run("config").expect_code(0);
-    campaign(&node, "uninstall", "uninstall-check");
+    KillPoints::new(&node, "uninstall")
+        .check("uninstall-check")
+        .assert_converges();
 }
 
 /// The oci host steps' kernel arguments on an Oracle Linux 9 GB300 node: with
@@ -124,7 +134,9 @@ fn uninstall_of_the_oci_host_steps_converges_after_a_kill() {
 #[test]
 fn config_of_the_oci_host_steps_on_rhel_converges_after_a_kill() {
     for grubby in [true, false] {
-        campaign(&oci_node::rhel_oci(grubby), "config", "config-check");
+        KillPoints::new(&oci_node::rhel_oci(grubby), "config")
+            .check("config-check")
+            .assert_converges();
     }
 }
 
@@ -133,6 +145,8 @@ fn uninstall_of_the_oci_host_steps_on_rhel_converges_after_a_kill() {
     for grubby in [true, false] {
         let node = oci_node::rhel_oci(grubby);
         node.run("config").expect_code(0);
-        campaign(&node, "uninstall", "uninstall-check");
+        KillPoints::new(&node, "uninstall")
+            .check("uninstall-check")
+            .assert_converges();
     }
 }

@@ -8,12 +8,6 @@ mod common;
 use common::*;
 use skyhook_testkit::killpoint::KillPoints;
 
-fn campaign(n: &Node, mode: &str, check: &str) {
-    let report = KillPoints::new(n, mode).check(check).run();
-    eprintln!("nvidia-tuning-gke {report}");
-    report.assert_converged();
-}
-
 fn gb200_inference_with_containerd() -> Node {
     let mut n = cos();
     n.env("USE_CONTAINERD", "true");
@@ -23,7 +17,9 @@ fn gb200_inference_with_containerd() -> Node {
 
 #[test]
 fn config_from_a_fresh_node_converges_after_a_kill() {
-    campaign(&gb200_inference_with_containerd(), "config", "config-check");
+    KillPoints::new(&gb200_inference_with_containerd(), "config")
+        .check("config-check")
+        .assert_converges();
 }
 
 #[test]
@@ -32,12 +28,14 @@ fn config_changing_the_intent_and_dropping_containerd_converges_after_a_kill() {
     run(&n, "config", 0);
     n.clear_env();
     n.configmap("intent", "multiNodeTraining");
-    campaign(&n, "config", "config-check");
+    KillPoints::new(&n, "config").check("config-check").assert_converges();
 }
 
 #[test]
 fn uninstall_converges_after_a_kill() {
     let n = gb200_inference_with_containerd();
     run(&n, "config", 0);
-    campaign(&n, "uninstall", "uninstall-check");
+    KillPoints::new(&n, "uninstall")
+        .check("uninstall-check")
+        .assert_converges();
 }

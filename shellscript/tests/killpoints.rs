@@ -30,10 +30,11 @@ fn a_stage_converges_after_a_kill_at_any_call() {
         .configmap("config.sh", CONFIG)
         .configmap("config_check.sh", CONFIG_CHECK)
         .configmap("uninstall.sh", UNINSTALL);
-    let report = KillPoints::new(&n, "config").check("config-check").every_call().run();
-    eprintln!("shellscript {report}");
+    let report = KillPoints::new(&n, "config")
+        .check("config-check")
+        .every_call()
+        .assert_converges();
     assert_eq!(report.stride, 1, "every mutating call is a kill point: {report}");
-    report.assert_converged();
 
     // What every kill point converged to holds the kept copy, byte for byte, owner-only.
     n.run("config").expect_code(0);

@@ -10,12 +10,6 @@ use common::*;
 use skyhook_testkit::Node;
 use skyhook_testkit::killpoint::KillPoints;
 
-fn campaign(node: &Node, mode: &str, check: &str) {
-    let report = KillPoints::new(node, mode).check(check).run();
-    eprintln!("tuned {report}");
-    report.assert_converged();
-}
-
 fn applied() -> Node {
     let node = debian(None);
     node.run("apply").expect_code(0);
@@ -24,14 +18,18 @@ fn applied() -> Node {
 
 #[test]
 fn apply_installing_tuned_converges_after_a_kill() {
-    campaign(&debian(None), "apply", "apply-check");
+    KillPoints::new(&debian(None), "apply")
+        .check("apply-check")
+        .assert_converges();
 }
 
 #[test]
 fn config_deploying_profiles_converges_after_a_kill() {
     let node = applied();
     readme_configmap(&node);
-    campaign(&node, "config", "config-check");
+    KillPoints::new(&node, "config")
+        .check("config-check")
+        .assert_converges();
 }
 
 #[test]
@@ -43,7 +41,9 @@ fn config_reconciling_to_another_configmap_converges_after_a_kill() {
         "gpu",
         "[main]\ninclude=throughput-performance\n\n[sysctl]\nvm.swappiness=5\n",
     );
-    campaign(&node, "config", "config-check");
+    KillPoints::new(&node, "config")
+        .check("config-check")
+        .assert_converges();
 }
 
 #[test]
@@ -51,5 +51,7 @@ fn uninstall_converges_after_a_kill() {
     let node = applied();
     readme_configmap(&node);
     node.run("config").expect_code(0);
-    campaign(&node, "uninstall", "uninstall-check");
+    KillPoints::new(&node, "uninstall")
+        .check("uninstall-check")
+        .assert_converges();
 }

@@ -11,17 +11,11 @@ use common::*;
 use skyhook_testkit::killpoint::KillPoints;
 use skyhook_testkit::kmod::{self, line};
 
-fn campaign(n: &Node, mode: &str, check: &str) {
-    let report = KillPoints::new(n, mode).check(check).run();
-    eprintln!("tuning {report}");
-    report.assert_converged();
-}
-
 #[test]
 fn config_from_a_fresh_node_converges_after_a_kill() {
     let n = node();
     full_configmap(&n);
-    campaign(&n, "config", "config-check");
+    KillPoints::new(&n, "config").check("config-check").assert_converges();
 }
 
 #[test]
@@ -34,7 +28,7 @@ fn config_reconciling_to_another_configmap_converges_after_a_kill() {
         .configmap("ulimit.conf", "nofile = 65536\n")
         .configmap("service_kubelet.conf", "[Service]\nLimitNOFILE=65536\n")
         .configmap("grub.conf", "iommu=pt\n");
-    campaign(&n, "config", "config-check");
+    KillPoints::new(&n, "config").check("config-check").assert_converges();
 }
 
 #[test]
@@ -42,7 +36,9 @@ fn uninstall_converges_after_a_kill() {
     let n = node();
     full_configmap(&n);
     run(&n, "config", 0);
-    campaign(&n, "uninstall", "uninstall-check");
+    KillPoints::new(&n, "uninstall")
+        .check("uninstall-check")
+        .assert_converges();
 }
 
 #[test]
@@ -50,21 +46,23 @@ fn upgrade_from_the_bash_package_converges_after_a_kill() {
     let n = upgrading();
     bash_tuned(&n);
     bash_configmap(&n);
-    campaign(&n, "upgrade", "upgrade-check");
+    KillPoints::new(&n, "upgrade").check("upgrade-check").assert_converges();
 }
 
 #[test]
 fn config_moving_the_files_of_2_0_to_their_new_names_converges_after_a_kill() {
     let n = node();
     configured_by_2_0(&n);
-    campaign(&n, "config", "config-check");
+    KillPoints::new(&n, "config").check("config-check").assert_converges();
 }
 
 #[test]
 fn uninstall_of_a_node_of_2_0_converges_after_a_kill() {
     let n = node();
     configured_by_2_0(&n);
-    campaign(&n, "uninstall", "uninstall-check");
+    KillPoints::new(&n, "uninstall")
+        .check("uninstall-check")
+        .assert_converges();
 }
 
 /// A node where `modprobe.conf` keeps out a loaded module nothing uses.
@@ -81,12 +79,16 @@ fn modprobe_node() -> Node {
 
 #[test]
 fn config_with_modprobe_conf_unloading_a_module_converges_after_a_kill() {
-    campaign(&modprobe_node(), "config", "config-check");
+    KillPoints::new(&modprobe_node(), "config")
+        .check("config-check")
+        .assert_converges();
 }
 
 #[test]
 fn uninstall_of_modprobe_conf_converges_after_a_kill() {
     let n = modprobe_node();
     run(&n, "config", 0);
-    campaign(&n, "uninstall", "uninstall-check");
+    KillPoints::new(&n, "uninstall")
+        .check("uninstall-check")
+        .assert_converges();
 }

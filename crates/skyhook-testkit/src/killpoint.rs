@@ -175,6 +175,18 @@ impl<'a> KillPoints<'a> {
         self
     }
 
+    /// Runs the campaign, prints its report (after the package's name, when cargo
+    /// runs the test) and asserts that every kill point converged: what a package's
+    /// kill-point test does. Returns the report for further assertions.
+    #[track_caller]
+    pub fn assert_converges(self) -> Report {
+        let report = self.run();
+        let package = std::env::var("CARGO_PKG_NAME").unwrap_or_default();
+        eprintln!("{package} {report}");
+        report.assert_converged();
+        report
+    }
+
     /// Runs the campaign; the node ends as it started.
     pub fn run(self) -> Report {
         let saved = Saved::of(self.node);
