@@ -338,13 +338,14 @@ pub fn bls_options(node: &Node, path: &str) -> String {
 /// `var` as a shell sourcing the file at `path` on `node` gets it (as
 /// grub-mkconfig sources `/etc/default/grub`), with what the shell said on stderr.
 pub fn sourced(node: &Node, path: &str, var: &str) -> (String, String) {
-    let out = std::process::Command::new("sh")
-        .arg("-c")
-        .arg(format!(". \"$1\"; printf '%s' \"${var}\""))
-        .arg("sh")
-        .arg(node.path(path))
-        .output()
-        .expect("sh runs");
+    let out = crate::output_gated(
+        std::process::Command::new("sh")
+            .arg("-c")
+            .arg(format!(". \"$1\"; printf '%s' \"${var}\""))
+            .arg("sh")
+            .arg(node.path(path)),
+    )
+    .expect("sh runs");
     (
         String::from_utf8_lossy(&out.stdout).into_owned(),
         String::from_utf8_lossy(&out.stderr).into_owned(),

@@ -101,9 +101,7 @@ impl Fault {
 
 /// Whether this machine lets the tests make mount namespaces.
 pub fn available() -> bool {
-    Command::new("unshare")
-        .args(["--mount", "--propagation", "private", "true"])
-        .status()
+    crate::status_gated(Command::new("unshare").args(["--mount", "--propagation", "private", "true"]))
         .is_ok_and(|s| s.success())
 }
 

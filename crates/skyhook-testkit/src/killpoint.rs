@@ -871,7 +871,7 @@ mod tests {
     fn leftover(node: &Node, seconds: &str) -> std::process::Child {
         use std::os::unix::process::CommandExt;
         let argv0 = node.commands_dir().join("grubby");
-        let child = Command::new("sleep").arg0(&argv0).arg(seconds).spawn().expect("sleep");
+        let child = crate::spawn_gated(Command::new("sleep").arg0(&argv0).arg(seconds)).expect("sleep");
         let markers = [argv0.as_os_str().as_encoded_bytes().to_vec()];
         let deadline = std::time::Instant::now() + Duration::from_secs(10);
         while !leftovers(&markers).contains(&(child.id() as i32)) {

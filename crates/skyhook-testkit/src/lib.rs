@@ -233,20 +233,21 @@ impl Node {
         use std::os::unix::fs::OpenOptionsExt;
         let p = self.commands.join(program);
         let tmp = self.commands.join(format!(".{program}.stand-in-tmp"));
-        let _no_fork = EXEC_GATE.write().unwrap_or_else(|e| e.into_inner());
-        let _ = fs::remove_file(&tmp);
-        let mut f = fs::OpenOptions::new()
-            .write(true)
-            .create_new(true)
-            .mode(0o700)
-            .open(&tmp)
-            .expect("create stand-in");
-        f.write_all(format!("#!/bin/sh\n{body}\n").as_bytes())
-            .expect("write stand-in");
-        f.set_permissions(fs::Permissions::from_mode(0o755))
-            .expect("chmod stand-in");
-        drop(f);
-        fs::rename(&tmp, &p).expect("rename stand-in into place");
+        while_no_process_starts(|| {
+            let _ = fs::remove_file(&tmp);
+            let mut f = fs::OpenOptions::new()
+                .write(true)
+                .create_new(true)
+                .mode(0o700)
+                .open(&tmp)
+                .expect("create stand-in");
+            f.write_all(format!("#!/bin/sh\n{body}\n").as_bytes())
+                .expect("write stand-in");
+            f.set_permissions(fs::Permissions::from_mode(0o755))
+                .expect("chmod stand-in");
+            drop(f);
+            fs::rename(&tmp, &p).expect("rename stand-in into place");
+        });
         self
     }
 
@@ -369,6 +370,36 @@ impl Node {
 /// process is being started: no child ever inherits a stand-in's write handle.
 static EXEC_GATE: std::sync::RwLock<()> = std::sync::RwLock::new(());
 
+/// Starts `command` while no stand-in is being written ([`EXEC_GATE`]). Every process
+/// the test kit starts goes through here: a child forked while another test thread
+/// holds an executable open for writing keeps that handle until its `exec`, and
+/// running that executable then fails with "Text file busy" (ETXTBSY). Never call it
+/// from inside [`while_no_process_starts`].
+pub(crate) fn spawn_gated(command: &mut Command) -> std::io::Result<std::process::Child> {
+    let _starting = EXEC_GATE.read().unwrap_or_else(|e| e.into_inner());
+    command.spawn()
+}
+
+/// `command.status()`, started through [`spawn_gated`].
+pub(crate) fn status_gated(command: &mut Command) -> std::io::Result<std::process::ExitStatus> {
+    spawn_gated(command)?.wait()
+}
+
+/// `command.output()` (stdout and stderr captured), started through [`spawn_gated`].
+pub(crate) fn output_gated(command: &mut Command) -> std::io::Result<std::process::Output> {
+    use std::process::Stdio;
+    command.stdout(Stdio::piped()).stderr(Stdio::piped());
+    spawn_gated(command)?.wait_with_output()
+}
+
+/// Runs `write` (files a step or a test may execute: stand-ins, a saved node put
+/// back) while no process of this test binary is being started ([`EXEC_GATE`]).
+/// `write` must not start a process itself.
+pub(crate) fn while_no_process_starts<T>(write: impl FnOnce() -> T) -> T {
+    let _no_fork = EXEC_GATE.write().unwrap_or_else(|e| e.into_inner());
+    write()
+}
+
 /// Runs `command` to completion (stdout and stderr captured), starting it only
 /// while no stand-in is being written ([`Node::stand_in`]); the exit code is
 /// 128 + signal when it was killed. Tests start every process through this.
@@ -378,10 +409,7 @@ pub fn run_command(command: &mut Command) -> Run {
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped());
-    let child = {
-        let _starting = EXEC_GATE.read().unwrap_or_else(|e| e.into_inner());
-        command.spawn().expect("start the process")
-    };
+    let child = spawn_gated(command).expect("start the process");
     let out = child.wait_with_output().expect("wait for the process");
     Run {
         code: skyhook_core::host::process::exit_code(&out.status),

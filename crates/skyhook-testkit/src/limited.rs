@@ -35,7 +35,7 @@ pub(crate) fn run(cmd: Command, limit: Duration) -> Outcome {
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .process_group(0);
-    let mut child = cmd.spawn().expect("spawn the package binary");
+    let mut child = crate::spawn_gated(&mut cmd).expect("spawn the package binary");
     let out = drain(child.stdout.take().expect("stdout pipe"));
     let err = drain(child.stderr.take().expect("stderr pipe"));
     let code = wait(&mut child, limit);
@@ -102,7 +102,5 @@ fn wait(child: &mut Child, limit: Duration) -> Option<i32> {
 }
 
 fn kill_group(child: &Child) {
-    let _ = Command::new("kill")
-        .args(["-KILL", "--", &format!("-{}", child.id())])
-        .status();
+    let _ = crate::status_gated(Command::new("kill").args(["-KILL", "--", &format!("-{}", child.id())]));
 }

@@ -315,10 +315,7 @@ impl Node {
         let script = format!("{LIB}add {name}; rm -f \"$A/{name}\"\n");
         let path = self.commands_dir().join(".preinstall.sh");
         fs::write(&path, script).expect("write preinstall script");
-        let status = Command::new("sh")
-            .arg(&path)
-            .env("SKYHOOK_HOST_ROOT", self.root())
-            .status()
+        let status = crate::status_gated(Command::new("sh").arg(&path).env("SKYHOOK_HOST_ROOT", self.root()))
             .expect("run preinstall script");
         let _ = fs::remove_file(&path);
         assert!(status.success(), "preinstalling {name} failed");
@@ -399,11 +396,12 @@ mod tests {
     use super::*;
 
     fn run(node: &Node, program: &str, args: &[&str]) -> (bool, String, String) {
-        let out = Command::new(node.commands_dir().join(program))
-            .args(args)
-            .env("SKYHOOK_HOST_ROOT", node.root())
-            .output()
-            .expect("run stand-in");
+        let out = crate::output_gated(
+            Command::new(node.commands_dir().join(program))
+                .args(args)
+                .env("SKYHOOK_HOST_ROOT", node.root()),
+        )
+        .expect("run stand-in");
         let text = |b: Vec<u8>| String::from_utf8(b).unwrap();
         (out.status.success(), text(out.stdout), text(out.stderr))
     }
@@ -512,11 +510,12 @@ mod tests {
         node.offer_package(&DistPackage::new("slow", "1").on_install(
             r#"touch "$R/installing"; n=0; while [ ! -e "$R/release" ] && [ $n -lt 1200 ]; do sleep 0.05; n=$((n + 1)); done"#,
         ));
-        let mut first = Command::new(node.commands_dir().join("apt-get"))
-            .args(["install", "-y", "slow"])
-            .env("SKYHOOK_HOST_ROOT", node.root())
-            .spawn()
-            .unwrap();
+        let mut first = crate::spawn_gated(
+            Command::new(node.commands_dir().join("apt-get"))
+                .args(["install", "-y", "slow"])
+                .env("SKYHOOK_HOST_ROOT", node.root()),
+        )
+        .unwrap();
         let started = std::time::Instant::now();
         while !node.root().join("installing").exists() {
             assert!(started.elapsed().as_secs() < 60, "the first install never started");

@@ -21,24 +21,30 @@ impl Saved {
     pub(crate) fn of(node: &Node) -> Saved {
         let copies = tempfile::tempdir().expect("temporary directory for the saved node");
         let mut pairs = Vec::new();
-        for (i, live) in [node.root(), node.copy_dir(), node.commands_dir()]
-            .into_iter()
-            .enumerate()
-        {
-            let copy = copies.path().join(i.to_string());
-            copy_tree(live, &copy);
-            pairs.push((live.to_path_buf(), copy));
-        }
+        // The copies include executables (stand-ins, scripts): written while no
+        // process starts, as a stand-in is.
+        crate::while_no_process_starts(|| {
+            for (i, live) in [node.root(), node.copy_dir(), node.commands_dir()]
+                .into_iter()
+                .enumerate()
+            {
+                let copy = copies.path().join(i.to_string());
+                copy_tree(live, &copy);
+                pairs.push((live.to_path_buf(), copy));
+            }
+        });
         Saved { _copies: copies, pairs }
     }
 
     /// Makes the node's directories exactly what they were when saved.
     pub(crate) fn restore(&self) {
-        for (live, copy) in &self.pairs {
-            make_writable(live);
-            fs::remove_dir_all(live).expect("remove the node's directory");
-            copy_tree(copy, live);
-        }
+        crate::while_no_process_starts(|| {
+            for (live, copy) in &self.pairs {
+                make_writable(live);
+                fs::remove_dir_all(live).expect("remove the node's directory");
+                copy_tree(copy, live);
+            }
+        });
     }
 }
 
@@ -61,8 +67,8 @@ fn copy_tree(src: &Path, dst: &Path) {
     } else {
         use std::os::unix::fs::FileTypeExt;
         assert!(kind.is_fifo(), "cannot save {}: a device or socket", src.display());
-        let status = std::process::Command::new("mkfifo").arg(dst).status().expect("mkfifo");
-        assert!(status.success(), "mkfifo {}", dst.display());
+        nix::unistd::mkfifo(dst, nix::sys::stat::Mode::from_bits_truncate(0o600))
+            .unwrap_or_else(|e| panic!("mkfifo {}: {e}", dst.display()));
     }
     fs::set_permissions(dst, meta.permissions()).expect("copy a mode");
 }
