@@ -30,8 +30,8 @@ impl Request {
     /// Reads the configMap and the value of `USE_CONTAINERD` (`None` when unset).
     pub fn read(cm: &ConfigMaps, use_containerd: Option<&str>) -> Result<Request> {
         let mut problems = Vec::new();
-        let accelerator = required(cm, ACCELERATOR, "a catalog accelerator name, or auto", &mut problems);
-        let intent = required(cm, INTENT, "a workload intent such as inference", &mut problems);
+        let accelerator = cm.required_word(ACCELERATOR, "a catalog accelerator name, or auto", &mut problems);
+        let intent = cm.required_word(INTENT, "a workload intent such as inference", &mut problems);
         let use_containerd = match use_containerd.map(str::trim) {
             None | Some("") | Some("false") => false,
             Some("true") => true,
@@ -57,20 +57,6 @@ impl Request {
             _ => Err(Error::Input(problems)),
         }
     }
-}
-
-/// The one word of `key` (`ConfigMaps::word`), or a problem naming the key and what it
-/// must hold.
-fn required(cm: &ConfigMaps, key: &str, what: &str, problems: &mut Vec<String>) -> Option<String> {
-    let bad = |why: &str| format!("configMap key {key:?} {why}; it must be {what} (fix the SCR's configMap)");
-    match cm.word(key) {
-        Ok(Some("")) => problems.push(bad("is empty")),
-        Ok(Some(word)) => return Some(word.to_string()),
-        Ok(None) => problems.push(bad("is missing")),
-        Err(Error::Input(p)) => problems.extend(p),
-        Err(e) => problems.push(e.to_string()),
-    }
-    None
 }
 
 #[cfg(test)]

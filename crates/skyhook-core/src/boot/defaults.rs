@@ -118,6 +118,47 @@ pub fn edit_assignment(text: &[u8], var: &str, edit: &Edit) -> Vec<u8> {
     [&text[..range.start], value.as_slice(), &text[range.end..]].concat()
 }
 
+/// Sets the whole value of the last `var=` assignment of `text` to `value` (written
+/// single-quoted unless it is a plain word), quotes included; adds a line `var=value`
+/// when there is none. `None` removes the line of that assignment. Every other byte
+/// is kept. For one-value variables (`GRUB_DEFAULT`, `GRUB_TIMEOUT`).
+pub fn set_assignment(text: &[u8], var: &str, value: Option<&str>) -> Vec<u8> {
+    let plain = |v: &str| !v.is_empty() && v.bytes().all(|b| b.is_ascii_alphanumeric() || b"._-+:,/".contains(&b));
+    let written = value.map(|v| {
+        if plain(v) {
+            v.to_string()
+        } else {
+            format!("'{}'", v.replace('\'', "'\\''"))
+        }
+    });
+    let Some((range, quote)) = find_assignment(text, var) else {
+        let Some(written) = written else {
+            return text.to_vec();
+        };
+        let sep: &[u8] = if text.is_empty() || text.ends_with(b"\n") {
+            b""
+        } else {
+            b"\n"
+        };
+        return [text, sep, format!("{var}={written}\n").as_bytes()].concat();
+    };
+    let (start, end) = match quote {
+        Some(_) => (range.start - 1, (range.end + 1).min(text.len())),
+        None => (range.start, range.end),
+    };
+    match written {
+        Some(w) => [&text[..start], w.as_bytes(), &text[end..]].concat(),
+        None => {
+            let line_start = text[..start].iter().rposition(|b| *b == b'\n').map_or(0, |i| i + 1);
+            let line_end = text[end..]
+                .iter()
+                .position(|b| *b == b'\n')
+                .map_or(text.len(), |i| end + i + 1);
+            [&text[..line_start], &text[line_end..]].concat()
+        }
+    }
+}
+
 /// The words an edit writes or looks for.
 fn edit_words<'a>(edit: &Edit<'a>) -> Vec<&'a str> {
     match *edit {
@@ -297,6 +338,25 @@ pub fn parse_drop_in(text: &str) -> Vec<String> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_whole_value_is_set_added_and_removed_keeping_every_other_byte() {
+        let text = b"# c\r\nGRUB_DEFAULT=0\nGRUB_TIMEOUT=5\n\xff";
+        let saved = set_assignment(text, "GRUB_DEFAULT", Some("saved"));
+        assert_eq!(saved, b"# c\r\nGRUB_DEFAULT=saved\nGRUB_TIMEOUT=5\n\xff");
+        assert_eq!(set_assignment(&saved, "GRUB_DEFAULT", Some("0")), text);
+        let quoted = b"GRUB_DEFAULT=\"Advanced options>Ubuntu, with Linux 6.8\"\nX=1\n";
+        let s = set_assignment(quoted, "GRUB_DEFAULT", Some("saved"));
+        assert_eq!(s, b"GRUB_DEFAULT=saved\nX=1\n");
+        assert_eq!(
+            set_assignment(&s, "GRUB_DEFAULT", Some("Advanced options>it's")),
+            b"GRUB_DEFAULT='Advanced options>it'\\''s'\nX=1\n"
+        );
+        let added = set_assignment(b"X=1", "GRUB_DEFAULT", Some("saved"));
+        assert_eq!(added, b"X=1\nGRUB_DEFAULT=saved\n");
+        assert_eq!(set_assignment(&added, "GRUB_DEFAULT", None), b"X=1\n");
+        assert_eq!(set_assignment(b"X=1\n", "GRUB_DEFAULT", None), b"X=1\n");
+    }
 
     fn s(v: &[&str]) -> Vec<String> {
         v.iter().map(|x| x.to_string()).collect()

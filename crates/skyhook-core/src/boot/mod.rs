@@ -4,7 +4,7 @@
 //! editor of GRUB's defaults, what grubby-bls changes beside the entries ([`bls`]), ([`defaults`]), files edited but not owned ([`edited`]),
 //! the boot configuration kinds and their regeneration ([`config`]), "a package
 //! owns these arguments" with per-entry originals and a pending flag ([`owned`]),
-//! the huge page sizes a kernel registers and reserves ([`hugepages`]), and what a
+//! GRUB's menu and saved entry ([`menu`]), the huge page sizes a kernel registers and reserves ([`hugepages`]), and what a
 //! review warns of them ([`hugepage_warnings`]).
 
 pub mod bls;
@@ -15,6 +15,7 @@ pub mod edited;
 pub mod grubby;
 pub mod hugepage_warnings;
 pub mod hugepages;
+pub mod menu;
 pub mod owned;
 
 pub use cmdline::{check_arg, contains_in_order, key_of, running_cmdline, split_cmdline, with_key};

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The operating system: which distribution family the host is, its processor
-//! architecture, and its package manager.
+//! architecture, its package manager, and what dpkg left unfinished.
 
 pub mod arch;
 pub mod distro;
+pub mod dpkg;
 pub mod pkgmgr;

@@ -264,6 +264,21 @@ impl ConfigMaps {
         }
     }
 
+    /// The one word of required key `key` ([`ConfigMaps::word`]); when it is missing,
+    /// blank or not one word, `None` with a problem added to `problems` naming the key
+    /// and `what` it must hold, so that a package reports every problem at once.
+    pub fn required_word(&self, key: &str, what: &str, problems: &mut Vec<String>) -> Option<String> {
+        let bad = |why: &str| format!("configMap key {key:?} {why}; it must be {what} (fix the SCR's configMap)");
+        match self.word(key) {
+            Ok(Some("")) => problems.push(bad("is empty")),
+            Ok(Some(word)) => return Some(word.to_string()),
+            Ok(None) => problems.push(bad("is missing")),
+            Err(Error::Input(p)) => problems.extend(p),
+            Err(e) => problems.push(e.to_string()),
+        }
+        None
+    }
+
     /// The keys that are not among `read`, sorted.
     pub fn unread<'a>(&'a self, read: &'a [&str]) -> impl Iterator<Item = &'a str> {
         self.keys().filter(move |k| !read.contains(k))
