@@ -75,6 +75,7 @@ mod tests {
                 "bind-mount",
                 "copy-fail",
                 "kdump",
+                "nvidia-setup",
                 "nvidia-tuned",
                 "nvidia-tuning-gke",
                 "shellscript",

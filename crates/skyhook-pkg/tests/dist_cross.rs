@@ -94,6 +94,7 @@ fn dist_all_builds_static_trees_for_both_architectures_that_run_in_an_empty_chro
             "bind-mount",
             "copy-fail",
             "kdump",
+            "nvidia-setup",
             "nvidia-tuned",
             "nvidia-tuning-gke",
             "shellscript",

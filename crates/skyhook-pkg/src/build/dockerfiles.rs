@@ -338,7 +338,7 @@ mod tests {
     #[test]
     fn every_package_dockerfile_follows_the_image_rules() {
         let packages = workspace::packages(&root());
-        assert_eq!(packages.len(), 8);
+        assert_eq!(packages.len(), 9);
         for p in packages {
             let text = fs::read_to_string(dockerfile_path(&root(), &p)).unwrap();
             assert_eq!(lint(&text, &p), Vec::<String>::new(), "{p}/Dockerfile");

@@ -6,11 +6,12 @@
 use skyhook_core::review::Review;
 
 /// Every package of the workspace.
-pub fn all() -> [&'static dyn Review; 8] {
+pub fn all() -> [&'static dyn Review; 9] {
     [
         &bind_mount::BindMount,
         &copy_fail::CopyFail,
         &kdump::Kdump,
+        &nvidia_setup::NvidiaSetup,
         &nvidia_tuned::NvidiaTuned,
         &nvidia_tuning_gke::NvidiaTuningGke,
         &shellscript::Shellscript,

@@ -1,0 +1,137 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The installed kernel as the next boot's default: `GRUB_DEFAULT=saved` in
+//! `/etc/default/grub` (added when the file has no such line, where upstream's
+//! `sed` silently did nothing), one `update-grub`, and `grub-set-default` with the
+//! kernel's own entry read from the generated `grub.cfg` (upstream typed an Ubuntu
+//! menu title, which breaks with `GRUB_DISABLE_SUBMENU=y` or another distributor
+//! name). The defaults file and the saved entry are recorded before they change and
+//! given back at uninstall.
+
+use skyhook_core::boot::BootConfig;
+use skyhook_core::boot::defaults::{GRUB_DEFAULTS, set_assignment};
+use skyhook_core::boot::edited::{Content, undo_edit};
+use skyhook_core::boot::menu::{GRUB_CFG, GRUBENV, entry_for_release, env_value};
+use skyhook_core::host::Host;
+use skyhook_core::host::command::Cmd;
+use skyhook_core::records::original::SavedFile;
+use skyhook_core::{Error, Result, Step};
+
+use crate::record::{BootRecord, Record};
+
+/// The GRUB defaults variable naming the default entry.
+const GRUB_DEFAULT: &str = "GRUB_DEFAULT";
+/// The tools the boot default needs on a Debian-like node.
+pub const TOOLS: [&str; 3] = ["update-grub", "grub-set-default", "grub-editenv"];
+
+/// Refuses a node without the tools, before any change.
+pub fn require_tools(host: &Host) -> Result<()> {
+    let missing: Vec<&str> = TOOLS.into_iter().filter(|t| host.which(t).is_none()).collect();
+    if missing.is_empty() {
+        return Ok(());
+    }
+    Err(Error::action(format!(
+        "the node has no {} (GRUB's tools, packages grub2-common and grub-common), so the installed kernel \
+         cannot be made the boot default; nothing was changed",
+        missing.join(", ")
+    )))
+}
+
+/// Makes `release` GRUB's saved default, recording first what it changes.
+pub fn make_default(step: &Step, record: &mut Record, release: &str) -> Result<()> {
+    let host = &step.host;
+    if record.boot.is_none() {
+        record.boot = Some(BootRecord {
+            grub_defaults: SavedFile::capture(host, GRUB_DEFAULTS)?,
+            written: None,
+            saved_entry: env_value(host, GRUBENV, "saved_entry")?,
+            entry: None,
+        });
+        record.save(step)?;
+    }
+    let current = host.read(GRUB_DEFAULTS)?.unwrap_or_default();
+    let wanted = set_assignment(&current, GRUB_DEFAULT, Some("saved"));
+    if wanted != current {
+        record.boot.as_mut().expect("recorded").written = Some(Content::new(&wanted));
+        record.regenerate_grub = true;
+        record.save(step)?;
+        host.write(GRUB_DEFAULTS, &wanted, host.mode(GRUB_DEFAULTS)?.unwrap_or(0o644))?;
+        log::info!("{GRUB_DEFAULTS}: {GRUB_DEFAULT}=saved");
+    }
+    let mut entry = find_entry(host, release)?;
+    if record.regenerate_grub || entry.is_none() {
+        regenerate(step, record)?;
+        entry = find_entry(host, release)?;
+    }
+    let entry = entry.ok_or_else(|| {
+        Error::action(format!(
+            "{GRUB_CFG} has no entry booting vmlinuz-{release} after update-grub; is /boot/vmlinuz-{release} \
+             there? (the kernel is installed; the boot default was not changed)"
+        ))
+    })?;
+    if env_value(host, GRUBENV, "saved_entry")?.as_deref() != Some(entry.as_str()) {
+        record.boot.as_mut().expect("recorded").entry = Some(entry.clone());
+        record.save(step)?;
+        host.run_ok(&Cmd::new("grub-set-default").arg(&entry).echo())?;
+    }
+    log::info!("boot default: {entry} (kernel {release}) from the next boot");
+    Ok(())
+}
+
+/// The entry of `release` in the generated configuration.
+pub fn find_entry(host: &Host, release: &str) -> Result<Option<String>> {
+    let cfg = host.read(GRUB_CFG)?.unwrap_or_default();
+    Ok(entry_for_release(&String::from_utf8_lossy(&cfg), release))
+}
+
+/// Runs update-grub, owed in the record until it succeeded.
+fn regenerate(step: &Step, record: &mut Record) -> Result<()> {
+    BootConfig::GrubDropIns {
+        output: GRUB_CFG.into(),
+    }
+    .regenerate(&step.host)?;
+    if record.regenerate_grub {
+        record.regenerate_grub = false;
+        record.save(step)?;
+    }
+    Ok(())
+}
+
+/// Gives the boot default back: the saved entry (while it is still ours), the
+/// defaults file (exactly while untouched since, else only its `GRUB_DEFAULT`),
+/// and one update-grub when the file changed.
+pub fn restore(step: &Step, record: &mut Record) -> Result<()> {
+    let host = &step.host;
+    if let Some(boot) = record.boot.clone() {
+        let current = env_value(host, GRUBENV, "saved_entry")?;
+        match (&boot.entry, &boot.saved_entry) {
+            (Some(ours), original) if current.as_ref() == Some(ours) && original.as_ref() != Some(ours) => {
+                let cmd = match original {
+                    Some(e) => Cmd::new("grub-set-default").arg(e),
+                    None => Cmd::new("grub-editenv").args([GRUBENV, "unset", "saved_entry"]),
+                };
+                host.run_ok(&cmd.echo())?;
+            }
+            (Some(ours), _) if current.as_ref() != Some(ours) => {
+                log::warn!("GRUB's saved entry is {current:?}, no longer the {ours:?} this package set; left as it is")
+            }
+            _ => {}
+        }
+        if let Some(written) = &boot.written {
+            record.regenerate_grub = true;
+            record.save(step)?;
+            let original = boot.grub_defaults.content()?.unwrap_or_default();
+            let original_value =
+                skyhook_core::boot::defaults::assignment_args(&original, GRUB_DEFAULT).map(|words| words.join(" "));
+            undo_edit(host, GRUB_DEFAULTS, &boot.grub_defaults, written, |text| {
+                let now = skyhook_core::boot::defaults::assignment_args(text, GRUB_DEFAULT)?;
+                (now == ["saved"]).then(|| set_assignment(text, GRUB_DEFAULT, original_value.as_deref()))
+            })?;
+        }
+        record.boot = None;
+        record.save(step)?;
+    }
+    if record.regenerate_grub {
+        regenerate(step, record)?;
+    }
+    Ok(())
+}

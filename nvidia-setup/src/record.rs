@@ -1,0 +1,88 @@
+// SPDX-License-Identifier: Apache-2.0
+//! What apply changed, recorded before each change is made
+//! (`/var/lib/skyhook-packages/nvidia-setup/<name>/state.json`), so that a step
+//! killed at any instant and run again knows the originals, and uninstall gives
+//! them back from the record alone.
+
+use serde::{Deserialize, Serialize};
+use skyhook_core::boot::edited::Content;
+use skyhook_core::records::original::SavedFile;
+use skyhook_core::records::state::Record as StateRecord;
+use skyhook_core::{Result, Step};
+
+/// Everything the package changed on this node.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Record {
+    /// The boot default: GRUB's defaults file and saved entry.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub boot: Option<BootRecord>,
+    /// The apt pin file and the holds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pin: Option<PinRecord>,
+    /// An update-grub is owed: the defaults file changed and GRUB's configuration
+    /// was not regenerated since (a step killed in between).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub regenerate_grub: bool,
+    /// The kernel headers links made on bcm nodes (one per running kernel).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub header_links: Vec<LinkRecord>,
+}
+
+/// The boot default before apply made the installed kernel GRUB's saved entry.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct BootRecord {
+    /// `/etc/default/grub` as it was.
+    pub grub_defaults: SavedFile,
+    /// What apply wrote there (`None` until it did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written: Option<Content>,
+    /// GRUB's `saved_entry` as it was (`None`: unset).
+    #[serde(default)]
+    pub saved_entry: Option<String>,
+    /// The entry apply saved (`None` until it did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub entry: Option<String>,
+}
+
+/// The apt pin file and holds before apply pinned the kernel.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct PinRecord {
+    /// `/etc/apt/preferences.d/pin-kernel` as it was.
+    pub file: SavedFile,
+    /// What apply wrote there (`None` until it did).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub written: Option<Content>,
+    /// The packages apply holds that were not held before (released at uninstall).
+    #[serde(default)]
+    pub held: Vec<String>,
+}
+
+/// A headers link apply made, and what stood there before.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct LinkRecord {
+    /// The link (`/usr/src/linux-<release>`).
+    pub link: String,
+    /// Its target as made (`linux-headers-<release>`).
+    pub target: String,
+    /// The target of the link that stood there before, if one did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub previous: Option<String>,
+}
+
+impl StateRecord for Record {
+    fn is_empty(&self) -> bool {
+        self.boot.is_none() && self.pin.is_none() && !self.regenerate_grub && self.header_links.is_empty()
+    }
+}
+
+impl Record {
+    /// The step's record (empty when there is none).
+    pub fn load(step: &Step) -> Result<Record> {
+        step.state().load()
+    }
+
+    /// Saves the record, or removes the state when it records nothing.
+    pub fn save(&self, step: &Step) -> Result<()> {
+        step.state().save_or_clear(self)
+    }
+}

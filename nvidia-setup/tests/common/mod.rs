@@ -1,0 +1,126 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The simulated node of the nvidia-setup tests: Ubuntu 24.04 on x86_64 running
+//! [`RUNNING`], GRUB's defaults, its tools ([`skyhook_testkit::boot_tools`]: the
+//! update-grub that lists every `/boot/vmlinuz-*`, grub-set-default, grub-editenv),
+//! apt with the kernel packages of [`TARGET`] (and its arm64 `-64k` flavour) on
+//! offer, and the stand-ins [`APT_MARK`] and [`DPKG`].
+#![allow(dead_code)]
+
+pub use skyhook_testkit::{DistPackage, Manager, Node, Run};
+
+use skyhook_testkit::boot_tools::{GRUB_EDITENV, GRUB_SET_DEFAULT, UPDATE_GRUB};
+
+/// The kernel the node runs.
+pub const RUNNING: &str = "6.8.0-1021-aws";
+/// The kernel of the eks combinations (x86_64).
+pub const TARGET: &str = "6.17.0-1019-aws";
+/// Its arm64 flavour.
+pub const TARGET_64K: &str = "6.17.0-1019-aws-64k";
+/// The Debian version the stand-in repository offers for [`TARGET`]'s packages.
+pub const VERSION: &str = "6.17.0-1019.19~24.04.1";
+/// GRUB's defaults file as the node has it.
+pub const GRUB_DEFAULTS: &str = "# If you change this file, run 'update-grub'.\nGRUB_DEFAULT=0\nGRUB_TIMEOUT=5\n\
+                                 GRUB_CMDLINE_LINUX_DEFAULT=\"console=ttyS0\"\nGRUB_CMDLINE_LINUX=\"\"\n";
+/// The menu path of [`TARGET`] in the generated configuration.
+pub const TARGET_ENTRY: &str = "gnulinux-advanced-0b1c>gnulinux-6.17.0-1019-aws-advanced-0b1c";
+/// The pin file.
+pub const PIN: &str = "/etc/apt/preferences.d/pin-kernel";
+
+/// A stand-in for `apt-mark` (apt 2.7.14, `cmdline/apt-mark.cc`) as far as holds
+/// go: `hold P…` marks each installed package (`P set on hold.`; an unknown one is
+/// `E: Unable to locate package P`, exit 100, nothing marked), `unhold P…`
+/// (`Canceled hold on P.`), `showhold` lists the held packages sorted. The holds
+/// live beside the package database of the apt stand-in.
+pub const APT_MARK: &str = r#"D=$(dirname "$0"); H="$D/held"; touch "$H"
+verb=$1; shift
+case "$verb" in
+hold)
+    for p; do [ -f "$D/pkgs/$p" ] || { echo "E: Unable to locate package $p" >&2; exit 100; }; done
+    for p; do if grep -qx "$p" "$H"; then echo "$p was already set on hold."; else echo "$p" >> "$H"; echo "$p set on hold."; fi; done ;;
+unhold)
+    for p; do if grep -qx "$p" "$H"; then grep -vx "$p" "$H" > "$H.new"; mv "$H.new" "$H"; echo "Canceled hold on $p."; else echo "$p was already not on hold."; fi; done ;;
+showhold) sort "$H" ;;
+*) echo "unexpected: apt-mark $verb $*" >&2; exit 1 ;;
+esac"#;
+
+/// A stand-in for `dpkg --configure -a` (dpkg 1.22, `src/main/packages.c`): every
+/// package of `/var/lib/dpkg/status` left `half-configured`, `unpacked`,
+/// `half-installed` or awaiting triggers becomes `installed`, and the journal under
+/// `updates/` is folded in (removed). With `dpkg-configure-fails` beside it, it
+/// fails as a broken postinst does (exit 1), changing nothing.
+pub const DPKG: &str = r#"D=$(dirname "$0"); S="$SKYHOOK_HOST_ROOT/var/lib/dpkg"
+[ "$1 $2" = "--configure -a" ] || { echo "unexpected: dpkg $*" >&2; exit 2; }
+if [ -f "$D/dpkg-configure-fails" ]; then
+    echo "dpkg: error processing package efa (--configure):" >&2
+    echo " installed efa package post-installation script subprocess returned error exit status 1" >&2; exit 1
+fi
+sed -E 's/^Status: (install|deinstall|hold) ok (half-installed|unpacked|half-configured|triggers-awaited|triggers-pending)$/Status: \1 ok installed/' "$S/status" > "$S/status.new" && mv "$S/status.new" "$S/status"
+rm -f "$S"/updates/[0-9]*"#;
+
+/// The four kernel packages of `release`, as Ubuntu's archive has them: the image
+/// puts `/boot/vmlinuz-<release>` in place, the headers `/usr/src/linux-headers-<release>/.config`.
+pub fn kernel_packages(release: &str) -> Vec<DistPackage> {
+    vec![
+        DistPackage::new(&format!("linux-image-{release}"), VERSION)
+            .on_install(&format!("mkdir -p \"$R/boot\" && echo kernel > \"$R/boot/vmlinuz-{release}\""))
+            .on_remove(&format!("rm -f \"$R/boot/vmlinuz-{release}\"")),
+        DistPackage::new(&format!("linux-headers-{release}"), VERSION).on_install(&format!(
+            "mkdir -p \"$R/usr/src/linux-headers-{release}\" && echo CONFIG_X=y > \"$R/usr/src/linux-headers-{release}/.config\""
+        )),
+        DistPackage::new(&format!("linux-modules-{release}"), VERSION),
+        DistPackage::new(&format!("linux-modules-extra-{release}"), VERSION),
+    ]
+}
+
+/// An Ubuntu 24.04 x86_64 node running [`RUNNING`], the eks-h100 configMap, and
+/// the kernel entry's environment (`NVIDIA_SETUP_INSTALL_KERNEL=true`).
+pub fn node() -> Node {
+    let mut catalog = kernel_packages(TARGET);
+    catalog.extend(kernel_packages(TARGET_64K));
+    catalog.extend(kernel_packages("6.18.0-1001-aws"));
+    let mut n = Node::new(env!("CARGO_BIN_EXE_nvidia-setup"));
+    n.file("/etc/os-release", "ID=ubuntu\nVERSION_ID=\"24.04\"\nID_LIKE=debian\n")
+        .file("/proc/sys/kernel/arch", "x86_64\n")
+        .file("/proc/sys/kernel/osrelease", format!("{RUNNING}\n"))
+        .file(&format!("/boot/vmlinuz-{RUNNING}"), "kernel")
+        .file("/etc/default/grub", GRUB_DEFAULTS)
+        .package_manager(Manager::Apt, &catalog)
+        .stand_in("update-grub", UPDATE_GRUB)
+        .stand_in("grub-set-default", GRUB_SET_DEFAULT)
+        .stand_in("grub-editenv", GRUB_EDITENV)
+        .stand_in("apt-mark", APT_MARK)
+        .stand_in("dpkg", DPKG);
+    n.run_stand_in("update-grub", &[]).expect_code(0);
+    n.configmap("service", "eks").configmap("accelerator", "h100");
+    n.env("NVIDIA_SETUP_INSTALL_KERNEL", "true");
+    n
+}
+
+/// The node after a reboot into `release`.
+pub fn reboot_into(n: &Node, release: &str) {
+    n.file("/proc/sys/kernel/osrelease", format!("{release}\n"));
+}
+
+/// GRUB's saved entry on the node.
+pub fn saved_entry(n: &Node) -> Option<String> {
+    n.read("/boot/grub/grubenv")?
+        .lines()
+        .find_map(|l| l.strip_prefix("saved_entry=").map(str::to_string))
+}
+
+/// The packages held on the node.
+pub fn held(n: &Node) -> String {
+    n.run_stand_in("apt-mark", &["showhold"]).output()
+}
+
+/// Runs `mode`, requires `code`, returns the run.
+pub fn run(n: &Node, mode: &str, code: i32) -> Run {
+    let r = n.run(mode);
+    r.expect_code(code);
+    r
+}
+
+/// The apt-get calls the node saw.
+pub fn apt_calls(n: &Node) -> Vec<String> {
+    n.calls().into_iter().filter(|c| c.starts_with("apt-get")).collect()
+}

@@ -1,0 +1,40 @@
+// SPDX-License-Identifier: Apache-2.0
+//! Crash consistency: every mode that changes the node is killed at its mutating
+//! system calls (skyhook_testkit::killpoint), run again, and must end exactly where
+//! an uninterrupted run ends (packages, `/etc/default/grub`, GRUB's saved entry and
+//! configuration, pin file, holds, links, record), with its check passing.
+
+mod common;
+
+use common::*;
+use skyhook_testkit::killpoint::KillPoints;
+
+#[test]
+fn the_kernel_install_converges_after_a_kill() {
+    let mut n = node();
+    n.env("NVIDIA_PIN_KERNEL", "true");
+    KillPoints::new(&n, "apply").check("apply-check").assert_converges();
+}
+
+#[test]
+fn uninstall_of_the_kernel_entry_converges_after_a_kill() {
+    let mut n = node();
+    n.env("NVIDIA_PIN_KERNEL", "true");
+    run(&n, "apply", 0);
+    KillPoints::new(&n, "uninstall")
+        .check("uninstall-check")
+        .assert_converges();
+}
+
+#[test]
+fn bcms_link_and_its_removal_converge_after_a_kill() {
+    let n = node();
+    n.configmap("service", "bcm");
+    reboot_into(&n, TARGET);
+    n.file(&format!("/usr/src/linux-headers-{TARGET}/.config"), "CONFIG_X=y\n");
+    KillPoints::new(&n, "apply").check("apply-check").assert_converges();
+    run(&n, "apply", 0);
+    KillPoints::new(&n, "uninstall")
+        .check("uninstall-check")
+        .assert_converges();
+}
