@@ -7,17 +7,19 @@
 //! |---|---|---|
 //! | bcm headers | `/usr/src/linux-<running>/.config` resolves | the same, after the reboot |
 //! | kernel install | the running kernel satisfies the target, or: its packages installed, `GRUB_DEFAULT=saved`, GRUB's saved entry the kernel's, the pin and holds when asked | the running kernel satisfies the target |
-//! | the steps | the running kernel satisfies the target; the steps not in this version fail | the same |
+//! | aks-h100 | `ib_umad` loaded and listed for the boot; the tuning engine's config-check (its files, pam_limits) | the same, with the engine's post-interrupt-check (containerd's and kubelet's running `/proc/<pid>/limits`) |
+//! | eks full entry | the running kernel satisfies the target; the steps not in this version fail | the same |
 
 use skyhook_core::boot::defaults::{GRUB_DEFAULTS, assignment_args};
 use skyhook_core::boot::menu::{GRUBENV, env_value};
 use skyhook_core::os::pkgmgr::{PackageManager, Retry};
-use skyhook_core::{Checklist, Outcome, Result, Step};
+use skyhook_core::{Checklist, Mode, Outcome, Result, Step};
 
 use crate::apply::not_built;
-use crate::headers;
+use crate::combos::Steps;
 use crate::kernel::{self, Target, boot, pin};
 use crate::plan::{self, Plan};
+use crate::{aks, headers, ib_modules};
 
 /// apply-check.
 pub fn apply_check(step: &Step) -> Result<Outcome> {
@@ -52,7 +54,18 @@ fn check(step: &Step, after_reboot: bool) -> Result<Outcome> {
             if let Some(target) = &kernel {
                 list.absorb(kernel::verify(&step.host, target))?;
             }
-            list.fail(not_built(&combination.name(), steps).to_string());
+            match steps {
+                Steps::Aks => {
+                    list.expect_none(ib_modules::check(step)?);
+                    let mode = if after_reboot {
+                        Mode::PostInterruptCheck
+                    } else {
+                        Mode::ConfigCheck
+                    };
+                    return list.finish_after(aks::engine(step, mode));
+                }
+                Steps::Eks | Steps::Bcm => list.fail(not_built(&combination.name(), steps).to_string()),
+            }
         }
     }
     list.finish().map(|()| Outcome::done())

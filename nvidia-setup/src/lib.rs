@@ -2,19 +2,24 @@
 //! The nvidia-setup package: NVIDIA's GPU node bring-up per `service` ×
 //! `accelerator` (upstream's `nvidia-setup`, its combinations and defaults), with
 //! an uninstall upstream lacks. This version carries the kernel step
-//! (`NVIDIA_SETUP_INSTALL_KERNEL=true`: install, boot default, pin) and bcm's
-//! headers link; the later EKS and AKS steps are refused, named (README).
+//! (`NVIDIA_SETUP_INSTALL_KERNEL=true`: install, boot default, pin), aks-h100 and
+//! bcm's headers link; the EKS steps after the kernel are refused, named (README).
 //!
 //! The package layout (DESIGN.md): [`input`] reads the configMap and environment,
 //! [`plan`] picks the combination ([`combos`]) and what apply does; [`apply`] is
 //! apply, [`checks`] apply-check and post-interrupt-check, [`uninstall`] the
-//! removal from the [`record`]; [`kernel`] and [`headers`] are the steps;
-//! [`review`] is what `skyhook-pkg lint` reads.
+//! removal from the [`record`]; [`kernel`], [`headers`], [`ib_modules`] and
+//! [`aks`] (on the tuning engine) are the steps;
+//! [`catalog`] shows every combination to `skyhook-pkg profiles`, and [`review`]
+//! is what `skyhook-pkg lint` reads.
 
+pub mod aks;
 pub mod apply;
+pub mod catalog;
 pub mod checks;
 pub mod combos;
 pub mod headers;
+pub mod ib_modules;
 pub mod input;
 pub mod kernel;
 pub mod plan;

@@ -23,6 +23,9 @@ pub struct Record {
     /// was not regenerated since (a step killed in between).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub regenerate_grub: bool,
+    /// `/etc/modules-load.d/ib-umad.conf` as it was (aks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub modules_load: Option<SavedFile>,
     /// The kernel headers links made on bcm nodes (one per running kernel).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub header_links: Vec<LinkRecord>,
@@ -39,6 +42,9 @@ pub struct BootRecord {
     /// GRUB's `saved_entry` as it was (`None`: unset).
     #[serde(default)]
     pub saved_entry: Option<String>,
+    /// Whether GRUB's environment block existed (`grub-set-default` creates it).
+    #[serde(default)]
+    pub grubenv_existed: bool,
     /// The entry apply saved (`None` until it did).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub entry: Option<String>,
@@ -71,7 +77,11 @@ pub struct LinkRecord {
 
 impl StateRecord for Record {
     fn is_empty(&self) -> bool {
-        self.boot.is_none() && self.pin.is_none() && !self.regenerate_grub && self.header_links.is_empty()
+        self.boot.is_none()
+            && self.pin.is_none()
+            && !self.regenerate_grub
+            && self.modules_load.is_none()
+            && self.header_links.is_empty()
     }
 }
 

@@ -3,6 +3,7 @@
 //! ([`skyhook_core::review::Review`]): the kernel entry needs a reboot, AKS's
 //! settings a restart of containerd and kubelet, bcm's link nothing.
 
+use skyhook_core::profile::Catalog;
 use skyhook_core::review::{Entry, Review};
 use skyhook_core::{Interrupt, Package, Result};
 
@@ -32,6 +33,10 @@ impl Review for NvidiaSetup {
             Some("aks") => Interrupt::service(["containerd", "kubelet"]),
             _ => Interrupt::NoOp,
         })
+    }
+
+    fn catalog(&self) -> Option<(Box<dyn Catalog>, String)> {
+        Some((Box::new(crate::catalog::SetupCatalog), String::new()))
     }
 
     /// The package has no config mode (as upstream): a change of `service` or

@@ -2,15 +2,16 @@
 //! uninstall (upstream has none) and uninstall-check, from the record alone: the
 //! configMap and environment are not read. GRUB's saved entry and
 //! `/etc/default/grub` come back, the pin file and the holds this package made go,
-//! the headers links it made go. An installed kernel stays installed (removing the
+//! the headers links it made go, and aks's modules-load.d file and the tuning
+//! engine's memlock settings (the engine's own uninstall) go. An installed kernel stays installed (removing the
 //! kernel a node may be running is never safe); the next boot follows the restored
 //! default.
 
-use skyhook_core::{Checklist, Outcome, Result, Step};
+use skyhook_core::{Checklist, Mode, Outcome, Result, Step};
 
-use crate::headers;
 use crate::kernel::{boot, pin};
 use crate::record::Record;
+use crate::{aks, headers, ib_modules};
 
 /// uninstall.
 pub fn uninstall(step: &Step) -> Result<Outcome> {
@@ -18,8 +19,24 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     pin::release(step, &mut record)?;
     boot::restore(step, &mut record)?;
     headers::release(step, &mut record)?;
+    ib_modules::release(step, &mut record)?;
+    aks::take_over_upstream(step)?;
+    let outcome = engine_if_recorded(step, Mode::Uninstall)?;
     record.save(step)?;
     log::info!("uninstall: nothing of nvidia-setup is left recorded (an installed kernel stays installed)");
+    Ok(outcome)
+}
+
+/// The tuning engine's `mode` where it recorded something (aks); else only the
+/// directories an engine's uninstall killed half way left empty go.
+fn engine_if_recorded(step: &Step, mode: Mode) -> Result<Outcome> {
+    let engine_step = step.derived(aks::ENGINE_KIND, aks::input());
+    if engine_step.state().exists() {
+        return aks::engine(step, mode);
+    }
+    if mode == Mode::Uninstall {
+        engine_step.state().prune()?;
+    }
     Ok(Outcome::done())
 }
 
@@ -33,5 +50,5 @@ pub fn uninstall_check(step: &Step) -> Result<Outcome> {
             step.state().file().display()
         )
     });
-    list.finish().map(|()| Outcome::done())
+    list.finish_after(engine_if_recorded(step, Mode::UninstallCheck))
 }

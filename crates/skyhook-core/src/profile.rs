@@ -61,7 +61,8 @@ impl FromStr for OsVersion {
 pub struct Selection {
     /// The accelerator (`h100`, `gb200`).
     pub accelerator: String,
-    /// The workload intent (`performance`, `inference`, `multiNodeTraining`).
+    /// The workload intent (`performance`, `inference`, `multiNodeTraining`); empty
+    /// in a catalog without intents (nvidia-setup).
     pub intent: String,
     /// The cloud service whose profile wraps the workload profile (`eks`), if any.
     pub service: Option<String>,
@@ -71,7 +72,10 @@ pub struct Selection {
 
 impl fmt::Display for Selection {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        write!(f, "accelerator {} intent {}", self.accelerator, self.intent)?;
+        write!(f, "accelerator {}", self.accelerator)?;
+        if !self.intent.is_empty() {
+            write!(f, " intent {}", self.intent)?;
+        }
         if let Some(service) = &self.service {
             write!(f, " service {service}")?;
         }

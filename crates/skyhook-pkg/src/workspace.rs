@@ -88,6 +88,7 @@ mod tests {
         assert_eq!(package_dependencies(&root, "nvidia-tuned"), ["tuned"]);
         assert_eq!(package_dependencies(&root, "nvidia-tuning-gke"), ["tuning"]);
         assert_eq!(package_dependencies(&root, "copy-fail"), ["tuning"]);
+        assert_eq!(package_dependencies(&root, "nvidia-setup"), ["tuning"]);
         assert!(package_dependencies(&root, "tuning").is_empty());
     }
 }

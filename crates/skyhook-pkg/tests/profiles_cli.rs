@@ -24,6 +24,7 @@ fn catalogs() -> Vec<Box<dyn Catalog>> {
     vec![
         Box::new(nvidia_tuned::catalog()),
         Box::new(nvidia_tuning_gke::catalog()),
+        Box::new(nvidia_setup::catalog::SetupCatalog),
     ]
 }
 
@@ -41,7 +42,7 @@ fn list_has_one_line_per_combination_of_every_catalog() {
             let row = vec![
                 catalog.package(),
                 s.accelerator.as_str(),
-                s.intent.as_str(),
+                if s.intent.is_empty() { "-" } else { s.intent.as_str() },
                 s.service.as_deref().unwrap_or("-"),
                 os.as_str(),
                 effective.profile.as_str(),
@@ -152,7 +153,7 @@ fn unknown_values_exit_2_listing_what_is_supported() {
         ),
         (
             &["--package", "tuning", "--accelerator", "h100", "--intent", "inference"],
-            "--package \"tuning\": no such catalog; the catalogs: nvidia-tuned, nvidia-tuning-gke",
+            "--package \"tuning\": no such catalog; the catalogs: nvidia-setup, nvidia-tuned, nvidia-tuning-gke",
         ),
         (
             &["--accelerator", "h100", "--intent", "inference", "--os", "ubuntu"],
@@ -220,5 +221,47 @@ fn show_tells_the_later_upstream_combinations_and_where_vr200_exists() {
         error.contains("accelerator vr200 intent performance os ubuntu:24.04")
             && error.contains("accelerator vr200 intent performance os ubuntu:26.04"),
         "names the combination asked and where vr200 is shipped: {error}"
+    );
+}
+
+/// `profiles show` of nvidia-setup's combination `service` × `accelerator`.
+fn setup_show(service: &str, accelerator: &str) -> Output {
+    profiles(&[
+        "show",
+        "--package",
+        "nvidia-setup",
+        "--service",
+        service,
+        "--accelerator",
+        accelerator,
+    ])
+}
+
+#[test]
+fn show_lists_a_catalog_without_intents_by_service_and_accelerator() {
+    let out = setup_show("aks", "h100");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = stdout(&out);
+    assert!(
+        text.starts_with(
+            "nvidia-setup: accelerator h100 service aks (common profiles)\nprofile: aks-h100\nneeds a reboot: no\n"
+        ),
+        "{text}"
+    );
+    assert!(
+        text.contains("  ib_umad = loaded, and at every boot  [defaults/aks-h100.conf]"),
+        "{text}"
+    );
+    assert!(text.contains("LimitMEMLOCK=infinity"), "{text}");
+    let out = setup_show("eks", "gb300");
+    let text = stdout(&out);
+    assert!(text.contains("needs a reboot: yes (kernel)"), "{text}");
+    assert!(text.contains("6.17.0-1019-aws-64k (aarch64)"), "{text}");
+    let out = setup_show("eks", "vr200");
+    assert_eq!(out.status.code(), Some(2));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("accelerator h100 service eks"),
+        "{:?}",
+        out
     );
 }

@@ -10,7 +10,7 @@
 use skyhook_core::boot::BootConfig;
 use skyhook_core::boot::defaults::{GRUB_DEFAULTS, set_assignment};
 use skyhook_core::boot::edited::{Content, undo_edit};
-use skyhook_core::boot::menu::{GRUB_CFG, GRUBENV, entry_for_release, env_value};
+use skyhook_core::boot::menu::{GRUB_CFG, GRUBENV, entry_for_release, env_value, env_vars};
 use skyhook_core::host::Host;
 use skyhook_core::host::command::Cmd;
 use skyhook_core::records::original::SavedFile;
@@ -44,6 +44,7 @@ pub fn make_default(step: &Step, record: &mut Record, release: &str) -> Result<(
             grub_defaults: SavedFile::capture(host, GRUB_DEFAULTS)?,
             written: None,
             saved_entry: env_value(host, GRUBENV, "saved_entry")?,
+            grubenv_existed: host.exists(GRUBENV),
             entry: None,
         });
         record.save(step)?;
@@ -103,18 +104,20 @@ pub fn restore(step: &Step, record: &mut Record) -> Result<()> {
     let host = &step.host;
     if let Some(boot) = record.boot.clone() {
         let current = env_value(host, GRUBENV, "saved_entry")?;
-        match (&boot.entry, &boot.saved_entry) {
-            (Some(ours), original) if current.as_ref() == Some(ours) && original.as_ref() != Some(ours) => {
-                let cmd = match original {
+        if let Some(ours) = &boot.entry {
+            if current.as_ref() == Some(ours) && boot.saved_entry.as_ref() != Some(ours) {
+                let cmd = match &boot.saved_entry {
                     Some(e) => Cmd::new("grub-set-default").arg(e),
                     None => Cmd::new("grub-editenv").args([GRUBENV, "unset", "saved_entry"]),
                 };
                 host.run_ok(&cmd.echo())?;
+            } else if current != boot.saved_entry {
+                log::warn!("GRUB's saved entry is {current:?}, no longer the {ours:?} this package set; left as it is");
             }
-            (Some(ours), _) if current.as_ref() != Some(ours) => {
-                log::warn!("GRUB's saved entry is {current:?}, no longer the {ours:?} this package set; left as it is")
-            }
-            _ => {}
+        }
+        // The block grub-set-default created, emptied again: gone, as before apply.
+        if !boot.grubenv_existed && host.exists(GRUBENV) && env_vars(host, GRUBENV)?.is_empty() {
+            host.remove(GRUBENV)?;
         }
         if let Some(written) = &boot.written {
             record.regenerate_grub = true;

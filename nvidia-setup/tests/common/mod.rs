@@ -124,3 +124,71 @@ pub fn run(n: &Node, mode: &str, code: i32) -> Run {
 pub fn apt_calls(n: &Node) -> Vec<String> {
     n.calls().into_iter().filter(|c| c.starts_with("apt-get")).collect()
 }
+
+/// A `systemctl` stand-in for the tuning engine's steps: `show -p MainPID`
+/// (skyhook_testkit::systemctl_show_main_pid) and every other verb
+/// (`daemon-reload`, …) a logged success.
+pub const SYSTEMCTL: &str = concat!(
+    "R=\"$SKYHOOK_HOST_ROOT\"\ncase \"$1\" in\n",
+    skyhook_testkit::systemctl_show_main_pid!(),
+    "  *) : ;;\nesac\n"
+);
+
+/// The drop-in directories of containerd and kubelet the engine writes.
+pub const DROP_INS: [&str; 2] = [
+    "/etc/systemd/system/containerd.service.d/zz-skyhook-nvidia-setup-tuning.conf",
+    "/etc/systemd/system/kubelet.service.d/zz-skyhook-nvidia-setup-tuning.conf",
+];
+
+/// An Azure (AKS) Ubuntu 24.04 H100 node: the aks-h100 configMap, the InfiniBand
+/// modules in its kernel, PAM's session stacks, containerd and kubelet running with
+/// the stock 8 MiB locked-memory limit.
+pub fn aks() -> Node {
+    let mut n = Node::new(env!("CARGO_BIN_EXE_nvidia-setup"));
+    n.file("/etc/os-release", "ID=ubuntu\nVERSION_ID=\"24.04\"\nID_LIKE=debian\n")
+        .file("/proc/sys/kernel/arch", "x86_64\n")
+        .file("/proc/sys/kernel/osrelease", "6.8.0-1041-azure\n")
+        .file("/etc/pam.d/common-session", "session required pam_unix.so\n")
+        .file(
+            "/etc/pam.d/common-session-noninteractive",
+            "session required pam_unix.so\n",
+        )
+        .file(
+            "/etc/modules-load.d/modules.conf",
+            "# /etc/modules: kernel modules to load at boot time.\n",
+        )
+        .file("/var/lib/dpkg/status", "")
+        .systemd_running(true)
+        .stand_in("systemctl", SYSTEMCTL);
+    skyhook_testkit::kmod::install_modprobe(&n, &["ib_umad", "rdma_ucm", "mlx5_ib"]);
+    skyhook_testkit::kmod::loaded(&n, &[]);
+    start(&n, 4100, false);
+    n.configmap("service", "aks").configmap("accelerator", "h100");
+    n.clear_env();
+    n
+}
+
+/// (Re)starts containerd and kubelet as processes `pid` and `pid + 1`, with
+/// unlimited locked memory when `unlimited` (as after the restart the interrupt
+/// does), else the stock 8 MiB.
+pub fn start(n: &Node, pid: u32, unlimited: bool) {
+    for (unit, pid) in [("containerd.service", pid), ("kubelet.service", pid + 1)] {
+        skyhook_testkit::systemd::run_unit(n, unit, pid, skyhook_testkit::systemd::DEFAULT_STACK);
+        if unlimited {
+            let path = format!("/proc/{pid}/limits");
+            let limits: String = n
+                .read(&path)
+                .unwrap()
+                .lines()
+                .map(|l| match l.starts_with("Max locked memory") {
+                    true => format!(
+                        "{:<25} {:<20} {:<20} {:<10}\n",
+                        "Max locked memory", "unlimited", "unlimited", "bytes"
+                    ),
+                    false => format!("{l}\n"),
+                })
+                .collect();
+            n.file(&path, limits);
+        }
+    }
+}

@@ -105,15 +105,24 @@ fn split_words(line: &str) -> Vec<String> {
 /// block or the variable is absent). The block is `# GRUB Environment Block`, then
 /// `name=value` lines, padded with `#` to 1024 bytes.
 pub fn env_value(host: &Host, path: &str, name: &str) -> Result<Option<String>> {
+    Ok(env_vars(host, path)?
+        .into_iter()
+        .find(|(n, _)| n == name)
+        .map(|(_, v)| v))
+}
+
+/// Every `(name, value)` of GRUB's environment block at `path`, in its order; empty
+/// when the block is absent.
+pub fn env_vars(host: &Host, path: &str) -> Result<Vec<(String, String)>> {
     let Some(bytes) = host.read(path)? else {
-        return Ok(None);
+        return Ok(Vec::new());
     };
-    let text = String::from_utf8_lossy(&bytes);
-    let prefix = format!("{name}=");
-    Ok(text
+    Ok(String::from_utf8_lossy(&bytes)
         .lines()
         .filter(|l| !l.starts_with('#'))
-        .find_map(|l| l.strip_prefix(&prefix).map(str::to_string)))
+        .filter_map(|l| l.split_once('='))
+        .map(|(n, v)| (n.to_string(), v.to_string()))
+        .collect())
 }
 
 #[cfg(test)]
@@ -184,5 +193,6 @@ submenu 'Advanced options for Ubuntu' $menuentry_id_option 'gnulinux-advanced-0b
         assert_eq!(env_value(&h, GRUBENV, "saved_entry").unwrap().as_deref(), Some("a>b"));
         assert_eq!(env_value(&h, GRUBENV, "next_entry").unwrap().as_deref(), Some(""));
         assert_eq!(env_value(&h, GRUBENV, "other").unwrap(), None);
+        assert_eq!(env_vars(&h, GRUBENV).unwrap().len(), 2);
     }
 }

@@ -4,7 +4,7 @@
 //!
 //! | a changed path under | affects |
 //! |---|---|
-//! | `<package>/` | that package, and every package whose Cargo.toml depends on it (nvidia-tuned on tuned, nvidia-tuning-gke and copy-fail on tuning) |
+//! | `<package>/` | that package, and every package whose Cargo.toml depends on it (nvidia-tuned on tuned, nvidia-tuning-gke, copy-fail and nvidia-setup on tuning) |
 //! | `crates/skyhook-core/`, `crates/skyhook-pkg/` (builds the images), `schemas/`, the workspace `Cargo.toml`/`Cargo.lock`, `.dockerignore`, `ci/`, `.github/workflows/` | every package |
 //! | anything else (documentation, `crates/skyhook-testkit/`, `.ci/`) | none |
 //!

@@ -39,9 +39,10 @@ pub struct ShowArgs {
     /// The accelerator (`h100`, `gb200`, …).
     #[arg(long)]
     pub accelerator: String,
-    /// The workload intent (`performance`, `inference`, `multiNodeTraining`).
+    /// The workload intent (`performance`, `inference`, `multiNodeTraining`); none for
+    /// a catalog without intents (nvidia-setup).
     #[arg(long)]
-    pub intent: String,
+    pub intent: Option<String>,
     /// The cloud service whose profile wraps the workload profile (`eks`).
     #[arg(long)]
     pub service: Option<String>,
@@ -73,7 +74,10 @@ pub fn list(catalogs: &[&dyn Catalog]) -> Result<String, ToolError> {
             rows.push([
                 catalog.package().to_string(),
                 selection.accelerator.clone(),
-                selection.intent.clone(),
+                match selection.intent.as_str() {
+                    "" => "-".to_string(),
+                    intent => intent.to_string(),
+                },
                 selection.service.clone().unwrap_or_else(|| "-".into()),
                 selection
                     .os
@@ -105,7 +109,7 @@ pub fn show(catalogs: &[&dyn Catalog], args: &ShowArgs) -> Result<String, ToolEr
         .map_err(|e| ToolError::usage(format!("--os: {e}")))?;
     let selection = Selection {
         accelerator: args.accelerator.clone(),
-        intent: args.intent.clone(),
+        intent: args.intent.clone().unwrap_or_default(),
         service: args.service.clone(),
         os,
     };
@@ -319,7 +323,7 @@ mod tests {
         ShowArgs {
             package: package.map(str::to_string),
             accelerator: accelerator.into(),
-            intent: intent.into(),
+            intent: Some(intent.into()),
             service: service.map(str::to_string),
             os: os.map(str::to_string),
         }

@@ -23,6 +23,7 @@
 mod bind_mount;
 mod copy_fail;
 mod kdump;
+mod nvidia_setup;
 mod nvidia_tuned;
 mod readme;
 mod rhel;

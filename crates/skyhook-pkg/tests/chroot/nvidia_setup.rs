@@ -1,0 +1,167 @@
+// SPDX-License-Identifier: Apache-2.0
+//! nvidia-setup in a Debian root: the README's kernel entry (pinned) with the
+//! root's own apt-get, dpkg, apt-mark, update-grub, grub-set-default and
+//! grub-editenv. The kernel packages come from a local repository the test builds
+//! (`dpkg-deb` on this machine; `Architecture: all`, a `/boot/vmlinuz-<release>`
+//! and a headers tree each), so apt resolves, installs and holds them as it would
+//! Ubuntu's. The running kernel is the file `/proc/sys/kernel/osrelease` inside the
+//! root; a reboot is that file rewritten.
+//!
+//! What it proves with the real tools: the menu path read from the grub.cfg that
+//! Debian's own `update-grub` generated is one GRUB's `grub-set-default` saves
+//! (`grub-editenv list`), `GRUB_DEFAULT=saved` reaches grub.cfg, the holds are apt's,
+//! a rerun changes nothing, and uninstall gives the node back (the kernel stays).
+
+use std::fs;
+use std::process::Command;
+
+use skyhook_pkg_support::grub_probe::ROOT_UUID;
+
+use crate::debian::must;
+use crate::{APT_FOOTPRINT, Arch, BOOKKEEPING, Node, readme};
+
+/// The kernel of the eks combinations (the arm64 one gets `-64k`).
+const KERNEL: &str = "6.17.0-1019-aws";
+/// Where the root finds the local repository.
+const REPO: &str = "/srv/nvidia-setup-kernels";
+
+#[test]
+fn nvidia_setup_installs_the_kernel_entry_with_the_real_apt_and_grub() {
+    kernel_entry_on(Arch::Native, "NVIDIA-H100-80GB-HBM3", KERNEL);
+}
+
+#[test]
+fn nvidia_setup_installs_the_kernel_entry_with_the_real_apt_and_grub_arm64() {
+    kernel_entry_on(Arch::Arm64, "NVIDIA-GB200", &format!("{KERNEL}-64k"));
+}
+
+/// Builds the four packages of `release` into the node's local repository, with
+/// its index (`Packages`: the control fields, `Filename`, `Size`, `SHA256`, as
+/// dpkg-scanpackages writes them).
+fn repository(node: &Node, release: &str) {
+    let work = tempfile::tempdir().unwrap();
+    let repo = node.path(REPO);
+    fs::create_dir_all(&repo).unwrap();
+    let mut index = String::new();
+    for (name, path) in [
+        ("linux-image", format!("boot/vmlinuz-{release}")),
+        ("linux-headers", format!("usr/src/linux-headers-{release}/.config")),
+        ("linux-modules", format!("lib/modules/{release}/modules.order")),
+        ("linux-modules-extra", format!("lib/modules/{release}/extra.order")),
+    ] {
+        let package = format!("{name}-{release}");
+        let dir = work.path().join(&package);
+        let file = dir.join(&path);
+        fs::create_dir_all(file.parent().unwrap()).unwrap();
+        fs::write(&file, "a stand-in file of the chroot tier's kernel packages\n").unwrap();
+        fs::create_dir_all(dir.join("DEBIAN")).unwrap();
+        let control = format!(
+            "Package: {package}\nVersion: 6.17.0-1019.19\nArchitecture: all\nMaintainer: skyhook-pkg tests \
+             <tests@localhost>\nDescription: stand-in kernel package of the chroot tier\n"
+        );
+        fs::write(dir.join("DEBIAN/control"), &control).unwrap();
+        let deb = repo.join(format!("{package}.deb"));
+        must(
+            Command::new("dpkg-deb")
+                .args(["--build", "--root-owner-group"])
+                .arg(&dir)
+                .arg(&deb),
+            "dpkg-deb --build",
+        );
+        let sha256 = must(Command::new("sha256sum").arg(&deb), "sha256sum");
+        let size = fs::metadata(&deb).unwrap().len();
+        index.push_str(&format!(
+            "{control}Filename: ./{package}.deb\nSize: {size}\nSHA256: {}\n\n",
+            sha256.split_whitespace().next().unwrap()
+        ));
+    }
+    fs::write(repo.join("Packages"), index).unwrap();
+    node.write(
+        "/etc/apt/sources.list.d/nvidia-setup-kernels.list",
+        &format!("deb [trusted=yes] file:{REPO} ./\n"),
+    );
+}
+
+fn kernel_entry_on(arch: Arch, product: &str, target: &str) {
+    let ex = readme::of("nvidia-setup")
+        .into_iter()
+        .find(|e| e.name == "nvidia-setup-kernel")
+        .expect("nvidia-setup/README.md has the kernel entry");
+    let node = Node::fresh_of(arch);
+    node.install_grub();
+    repository(&node, target);
+    let running = format!("6.1.0-chroot-{}", arch.debian());
+    node.write("/proc/sys/kernel/osrelease", &format!("{running}\n"));
+    let mut args: Vec<String> = ex.args();
+    args.extend(["--label".into(), format!("nvidia.com/gpu.product={product}")]);
+    args.extend(["--env".into(), "NVIDIA_PIN_KERNEL=true".into()]);
+    let run = |modes: &[&str]| {
+        let mut all: Vec<&str> = modes.to_vec();
+        all.extend(args.iter().map(String::as_str));
+        node.run("nvidia-setup", &all)
+    };
+    let mut ignore: Vec<&str> = BOOKKEEPING.iter().chain(APT_FOOTPRINT).copied().collect();
+    ignore.extend(["srv", "etc/apt/sources.list.d", "proc"]);
+    // What stays after uninstall: the kernel (lib is /usr/lib in a merged-/usr root),
+    // and the grub.cfg uninstall's update-grub regenerates with it still installed.
+    let kernel = [
+        format!("boot/vmlinuz-{target}"),
+        format!("usr/src/linux-headers-{target}"),
+        "usr/lib/modules".to_string(),
+        "boot/grub/grub.cfg".to_string(),
+    ];
+    let stays: Vec<&str> = ignore
+        .iter()
+        .copied()
+        .chain(kernel.iter().map(String::as_str))
+        .collect();
+    let before = node.snapshot(&stays);
+
+    run(&["apply"])
+        .expect_ok()
+        .expect_output("interrupt needed: {type: reboot}");
+    let env = node.sh("grub-editenv /boot/grub/grubenv list");
+    let entry = format!("gnulinux-advanced-{ROOT_UUID}>gnulinux-{target}-advanced-{ROOT_UUID}");
+    assert!(env.contains(&format!("saved_entry={entry}")), "{env}");
+    let cfg = node.read("/boot/grub/grub.cfg").unwrap();
+    assert!(
+        cfg.contains("set default=\"${saved_entry}\""),
+        "update-grub read GRUB_DEFAULT=saved"
+    );
+    assert!(
+        cfg.contains(&format!("'gnulinux-{target}-advanced-{ROOT_UUID}'")),
+        "{cfg}"
+    );
+    let held = node.sh("apt-mark showhold");
+    assert_eq!(held.lines().count(), 4, "{held}");
+    assert!(
+        node.read("/etc/apt/preferences.d/pin-kernel")
+            .unwrap()
+            .contains("Pin: version 6.17.0-1019.19")
+    );
+    // apt itself reads the pin: the installed version at priority 1001.
+    let policy = node.sh(&format!("apt-cache policy linux-image-{target}"));
+    assert!(policy.contains("1001"), "{policy}");
+
+    run(&["post-interrupt-check"]).expect_failure().expect_output(&running);
+    node.write("/proc/sys/kernel/osrelease", &format!("{target}\n"));
+    run(&["post-interrupt-check"]).expect_ok();
+    node.write("/proc/sys/kernel/osrelease", &format!("{running}\n"));
+
+    let applied = node.snapshot(&ignore);
+    run(&["apply"]).expect_ok();
+    applied.assert_same(&node.snapshot(&ignore));
+
+    run(&["uninstall"]).expect_ok();
+    assert_eq!(node.sh("apt-mark showhold"), "");
+    assert!(
+        node.sh(&format!("dpkg-query -W -f '${{Status}}' linux-image-{target}"))
+            .contains("installed")
+    );
+    before.assert_same(&node.snapshot(&stays));
+    let cfg = node.read("/boot/grub/grub.cfg").unwrap();
+    assert!(
+        !cfg.contains("set default=\"${saved_entry}\""),
+        "GRUB_DEFAULT=0 again:\n{cfg}"
+    );
+}
