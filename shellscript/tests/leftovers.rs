@@ -128,11 +128,7 @@ fn after_the_time_limit_the_whole_tree_is_gone_and_the_step_exits_124() {
 #[test]
 fn after_sigterm_the_whole_tree_is_gone_and_the_step_exits_143() {
     let n = node_with("while :; do sleep 0.05; done");
-    let mut child = n
-        .command("apply")
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
+    let mut child = skyhook_testkit::spawn_gated(n.command("apply").stdout(Stdio::piped()).stderr(Stdio::piped()))
         .expect("start the step");
     let mut out_pipe = child.stdout.take().unwrap();
     let err = std::thread::spawn({

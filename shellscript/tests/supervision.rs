@@ -19,11 +19,7 @@ use skyhook_testkit::Node;
 
 /// Starts the step in `mode` with both output pipes captured.
 fn spawn(n: &Node, mode: &str) -> Child {
-    n.command(mode)
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the step")
+    skyhook_testkit::spawn_gated(n.command(mode).stdout(Stdio::piped()).stderr(Stdio::piped())).expect("start the step")
 }
 
 /// Reads a pipe to its end in a thread.
@@ -168,11 +164,7 @@ fn spawn_in_background(n: &Node, mode: &str) -> Child {
             Ok(())
         });
     }
-    command
-        .stdout(Stdio::piped())
-        .stderr(Stdio::piped())
-        .spawn()
-        .expect("start the step")
+    skyhook_testkit::spawn_gated(command.stdout(Stdio::piped()).stderr(Stdio::piped())).expect("start the step")
 }
 
 #[test]
@@ -288,12 +280,8 @@ touch "$SKYHOOK_DIR/ready"
 while :; do sleep 0.05; done
 "#,
     );
-    let mut child = n
-        .command("apply")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .unwrap();
+    let mut child =
+        skyhook_testkit::spawn_gated(n.command("apply").stdout(Stdio::null()).stderr(Stdio::null())).unwrap();
     wait_for(&n.copy_dir().join("ready"));
     child.kill().unwrap();
     child.wait().unwrap();

@@ -373,9 +373,10 @@ static EXEC_GATE: std::sync::RwLock<()> = std::sync::RwLock::new(());
 /// Starts `command` while no stand-in is being written ([`EXEC_GATE`]). Every process
 /// the test kit starts goes through here: a child forked while another test thread
 /// holds an executable open for writing keeps that handle until its `exec`, and
-/// running that executable then fails with "Text file busy" (ETXTBSY). Never call it
-/// from inside [`while_no_process_starts`].
-pub(crate) fn spawn_gated(command: &mut Command) -> std::io::Result<std::process::Child> {
+/// running that executable then fails with "Text file busy" (ETXTBSY). A package test
+/// that starts a step itself ([`Node::command`], then `spawn`) starts it here too.
+/// Never call it from inside [`while_no_process_starts`].
+pub fn spawn_gated(command: &mut Command) -> std::io::Result<std::process::Child> {
     let _starting = EXEC_GATE.read().unwrap_or_else(|e| e.into_inner());
     command.spawn()
 }
