@@ -176,6 +176,39 @@ fn uninstall_puts_back_a_saved_entry_and_keeps_someones_later_edit() {
 }
 
 #[test]
+fn a_drop_in_setting_grub_default_again_or_no_defaults_file_is_refused_unchanged() {
+    let n = node();
+    n.file("/etc/default/grub.d/50-cloudimg-settings.cfg", "GRUB_DEFAULT=0\n");
+    let before = n.snapshot();
+    run(&n, "apply", 1).expect_output("/etc/default/grub.d/50-cloudimg-settings.cfg sets GRUB_DEFAULT after");
+    before.assert_same(&n.snapshot());
+    n.file("/etc/default/grub.d/50-cloudimg-settings.cfg", "GRUB_DEFAULT=saved\n");
+    run(&n, "apply", 0);
+
+    let n = node();
+    std::fs::remove_file(n.path("/etc/default/grub")).unwrap();
+    let before = n.snapshot();
+    run(&n, "apply", 1).expect_output("/etc/default/grub does not exist");
+    before.assert_same(&n.snapshot());
+}
+
+#[test]
+fn a_configuration_that_does_not_boot_the_saved_entry_fails_with_the_saved_entry_unchanged() {
+    let n = node();
+    // A grub.d script of the node's own setting the default after 00_header.
+    let overriding = format!(
+        "( {}\n) || exit 1\nsed -i 's/set default=\"${{saved_entry}}\"/set default=\"0\"/' \
+         \"$SKYHOOK_HOST_ROOT/boot/grub/grub.cfg\"",
+        skyhook_testkit::boot_tools::UPDATE_GRUB
+    );
+    n.stand_in("update-grub", &overriding);
+    run(&n, "apply", 1).expect_output("does not boot GRUB's saved entry");
+    assert_eq!(saved_entry(&n), None);
+    run(&n, "uninstall", 0);
+    assert_eq!(n.read("/etc/default/grub").unwrap(), GRUB_DEFAULTS);
+}
+
+#[test]
 fn a_flat_menu_gives_the_top_level_entry() {
     let n = node();
     n.file("/etc/default/grub", format!("{GRUB_DEFAULTS}GRUB_DISABLE_SUBMENU=y\n"));

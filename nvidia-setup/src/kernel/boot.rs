@@ -8,7 +8,7 @@
 //! given back at uninstall.
 
 use skyhook_core::boot::BootConfig;
-use skyhook_core::boot::defaults::{GRUB_DEFAULTS, set_assignment};
+use skyhook_core::boot::defaults::{DROP_IN_DIR, GRUB_DEFAULTS, set_assignment};
 use skyhook_core::boot::edited::{Content, undo_edit};
 use skyhook_core::boot::menu::{GRUB_CFG, GRUBENV, entry_for_release, env_value, env_vars};
 use skyhook_core::host::Host;
@@ -23,8 +23,23 @@ const GRUB_DEFAULT: &str = "GRUB_DEFAULT";
 /// The tools the boot default needs on a Debian-like node.
 pub const TOOLS: [&str; 3] = ["update-grub", "grub-set-default", "grub-editenv"];
 
-/// Refuses a node without the tools, before any change.
+/// Refuses, before any change, a node without GRUB's tools or its defaults file, or
+/// one whose GRUB drop-ins set `GRUB_DEFAULT` after it.
 pub fn require_tools(host: &Host) -> Result<()> {
+    if !host.exists(GRUB_DEFAULTS) {
+        return Err(Error::action(format!(
+            "{GRUB_DEFAULTS} does not exist, so GRUB_DEFAULT=saved cannot be set (is this node booted by GRUB?); \
+             nothing was changed"
+        )));
+    }
+    let overriding = overriding_drop_ins(host)?;
+    if !overriding.is_empty() {
+        return Err(Error::action(format!(
+            "{} sets GRUB_DEFAULT after {GRUB_DEFAULTS}, so the installed kernel could not be made the boot \
+             default; remove that setting (or set it to saved), then run apply again; nothing was changed",
+            overriding.join(", ")
+        )));
+    }
     let missing: Vec<&str> = TOOLS.into_iter().filter(|t| host.which(t).is_none()).collect();
     if missing.is_empty() {
         return Ok(());
@@ -66,9 +81,10 @@ pub fn make_default(step: &Step, record: &mut Record, release: &str) -> Result<(
     let entry = entry.ok_or_else(|| {
         Error::action(format!(
             "{GRUB_CFG} has no entry booting vmlinuz-{release} after update-grub; is /boot/vmlinuz-{release} \
-             there? (the kernel is installed; the boot default was not changed)"
+             there? (the kernel is installed; GRUB's saved entry was not changed)"
         ))
     })?;
+    require_saved_default(host)?;
     if env_value(host, GRUBENV, "saved_entry")?.as_deref() != Some(entry.as_str()) {
         record.boot.as_mut().expect("recorded").entry = Some(entry.clone());
         record.save(step)?;
@@ -76,6 +92,39 @@ pub fn make_default(step: &Step, record: &mut Record, release: &str) -> Result<(
     }
     log::info!("boot default: {entry} (kernel {release}) from the next boot");
     Ok(())
+}
+
+/// What GRUB's generated header says when `GRUB_DEFAULT=saved` reached it
+/// (`00_header` of GRUB 2.06 and 2.12).
+const SAVED_DEFAULT: &str = "set default=\"${saved_entry}\"";
+
+/// The files of `/etc/default/grub.d` that set `GRUB_DEFAULT` to anything but
+/// `saved`: sourced after `/etc/default/grub`, they would undo its setting.
+fn overriding_drop_ins(host: &Host) -> Result<Vec<String>> {
+    let mut found = Vec::new();
+    for name in host.list_dir(DROP_IN_DIR)?.into_iter().filter(|n| n.ends_with(".cfg")) {
+        let path = format!("{DROP_IN_DIR}/{name}");
+        let text = host.read(&path)?.unwrap_or_default();
+        let value = skyhook_core::boot::defaults::assignment_args(&text, GRUB_DEFAULT);
+        if value.is_some_and(|v| v != ["saved"]) {
+            found.push(path);
+        }
+    }
+    Ok(found)
+}
+
+/// Fails when the generated configuration does not boot the saved entry (what
+/// update-grub made of the defaults, whatever set them).
+fn require_saved_default(host: &Host) -> Result<()> {
+    let cfg = host.read(GRUB_CFG)?.unwrap_or_default();
+    if String::from_utf8_lossy(&cfg).contains(SAVED_DEFAULT) {
+        return Ok(());
+    }
+    Err(Error::action(format!(
+        "{GRUB_CFG} does not boot GRUB's saved entry after update-grub although {GRUB_DEFAULTS} sets \
+         GRUB_DEFAULT=saved; find what sets GRUB_DEFAULT after it, then run apply again (the kernel is \
+         installed; GRUB's saved entry was not changed)"
+    )))
 }
 
 /// The entry of `release` in the generated configuration.
