@@ -5,31 +5,17 @@
 //! container's). Emptiness and symlinks are looked at through the host root.
 
 use skyhook_core::error::excerpt;
-use skyhook_core::formats::mountinfo::{Mount, MountTable};
-use skyhook_core::{Error, Host, Result};
+use skyhook_core::formats::mountinfo::{HOST_MOUNTINFO, Mount, MountTable, read_host};
+use skyhook_core::{Host, Result};
 
 use crate::input::Input;
 
-/// Where the host's mount table is read.
-pub const MOUNTINFO: &str = "/proc/1/mountinfo";
+/// Where the host's mount table is read (core's [`HOST_MOUNTINFO`]).
+pub const MOUNTINFO: &str = HOST_MOUNTINFO;
 
 /// Reads and parses the host's mount table; an absent or malformed one fails (exit 1).
 pub fn read(host: &Host) -> Result<MountTable> {
-    let Some(text) = host.read_to_string(MOUNTINFO)? else {
-        return Err(Error::action(format!(
-            "{MOUNTINFO} is missing: the package needs the host's mount table (is /proc mounted on the host?)"
-        )));
-    };
-    MountTable::parse(&text).map_err(|bad| {
-        let b = &bad[0];
-        Error::action(format!(
-            "{MOUNTINFO} line {} cannot be read: {} ({} malformed line(s)); the kernel writes this file, so \
-             check what is mounted over /proc",
-            b.line,
-            b.reason,
-            bad.len()
-        ))
-    })
+    read_host(host)
 }
 
 /// Why the source is not an exact, read-write mount point matching the assertions.

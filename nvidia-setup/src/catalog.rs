@@ -76,7 +76,8 @@ fn settings(c: &Combination) -> Vec<Setting> {
     match c.steps {
         Steps::Eks => {
             let value = format!(
-                "EFA {}, OFI, chrony, RAID0 over NVMe instance storage: not in this version (refused)",
+                "apt tools and chrony, OFI files, chrony's time source; EFA {} required installed, NVMe instance \
+                 storage absent or mounted",
                 c.efa.unwrap_or("-")
             );
             out.push(setting(c, other("steps after the kernel"), "eks", value, false));

@@ -8,18 +8,17 @@
 //! | bcm headers | `/usr/src/linux-<running>/.config` resolves | the same, after the reboot |
 //! | kernel install | the running kernel satisfies the target, or: its packages installed, `GRUB_DEFAULT=saved`, GRUB's saved entry the kernel's, the pin and holds when asked | the running kernel satisfies the target |
 //! | aks-h100 | `ib_umad` loaded and listed for the boot; the tuning engine's config-check (its files, pam_limits) | the same, with the engine's post-interrupt-check (containerd's and kubelet's running `/proc/<pid>/limits`) |
-//! | eks full entry | the running kernel satisfies the target; the steps not in this version fail | the same |
+//! | eks full entry | the running kernel satisfies the target; EFA installed (package and DKMS module); the OFI files; chrony's configuration; instance storage absent or mounted | the same |
 
 use skyhook_core::boot::defaults::{GRUB_DEFAULTS, assignment_args};
 use skyhook_core::boot::menu::{GRUBENV, env_value};
 use skyhook_core::os::pkgmgr::{PackageManager, Retry};
 use skyhook_core::{Checklist, Mode, Outcome, Result, Step};
 
-use crate::apply::not_built;
 use crate::combos::Steps;
 use crate::kernel::{self, Target, boot, pin};
 use crate::plan::{self, Plan};
-use crate::{aks, headers, ib_modules};
+use crate::{aks, eks, headers, ib_modules};
 
 /// apply-check.
 pub fn apply_check(step: &Step) -> Result<Outcome> {
@@ -32,7 +31,7 @@ pub fn post_interrupt_check(step: &Step) -> Result<Outcome> {
 }
 
 fn check(step: &Step, after_reboot: bool) -> Result<Outcome> {
-    let (plan, combination) = plan::plan(step)?;
+    let (plan, _) = plan::plan(step)?;
     let mut list = Checklist::new();
     match plan {
         Plan::Headers => list.expect_none(headers::check(step)?.into_iter().collect()),
@@ -50,7 +49,7 @@ fn check(step: &Step, after_reboot: bool) -> Result<Outcome> {
                 list.expect_none(installed(step, &target, pin)?);
             }
         }
-        Plan::Steps { kernel, steps } => {
+        Plan::Steps { kernel, steps, efa, .. } => {
             if let Some(target) = &kernel {
                 list.absorb(kernel::verify(&step.host, target))?;
             }
@@ -64,7 +63,8 @@ fn check(step: &Step, after_reboot: bool) -> Result<Outcome> {
                     };
                     return list.finish_after(aks::engine(step, mode));
                 }
-                Steps::Eks | Steps::Bcm => list.fail(not_built(&combination.name(), steps).to_string()),
+                Steps::Eks => eks::check(step, &efa, &mut list)?,
+                Steps::Bcm => list.expect_none(headers::check(step)?.into_iter().collect()),
             }
         }
     }

@@ -2,14 +2,15 @@
 //! The nvidia-setup package: NVIDIA's GPU node bring-up per `service` ×
 //! `accelerator` (upstream's `nvidia-setup`, its combinations and defaults), with
 //! an uninstall upstream lacks. This version carries the kernel step
-//! (`NVIDIA_SETUP_INSTALL_KERNEL=true`: install, boot default, pin), aks-h100 and
-//! bcm's headers link; the EKS steps after the kernel are refused, named (README).
+//! (`NVIDIA_SETUP_INSTALL_KERNEL=true`: install, boot default, pin), the EKS steps
+//! on nodes with EFA already installed and no unassembled instance storage,
+//! aks-h100 and bcm's headers link (README).
 //!
 //! The package layout (DESIGN.md): [`input`] reads the configMap and environment,
 //! [`plan`] picks the combination ([`combos`]) and what apply does; [`apply`] is
 //! apply, [`checks`] apply-check and post-interrupt-check, [`uninstall`] the
-//! removal from the [`record`]; [`kernel`], [`headers`], [`ib_modules`] and
-//! [`aks`] (on the tuning engine) are the steps;
+//! removal from the [`record`]; [`kernel`], [`eks`], [`headers`], [`ib_modules`]
+//! and [`aks`] (on the tuning engine) are the steps;
 //! [`catalog`] shows every combination to `skyhook-pkg profiles`, and [`review`]
 //! is what `skyhook-pkg lint` reads.
 
@@ -18,6 +19,7 @@ pub mod apply;
 pub mod catalog;
 pub mod checks;
 pub mod combos;
+pub mod eks;
 pub mod headers;
 pub mod ib_modules;
 pub mod input;

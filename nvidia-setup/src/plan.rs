@@ -31,6 +31,10 @@ pub enum Plan {
         kernel: Option<Target>,
         /// The steps.
         steps: Steps,
+        /// The EFA installer version (`NVIDIA_EFA`, else the combination's).
+        efa: String,
+        /// `NVIDIA_SETUP_APT_UPGRADE=true`.
+        apt_upgrade: bool,
     },
 }
 
@@ -61,7 +65,16 @@ pub fn plan(step: &Step) -> Result<(Plan, &'static Combination)> {
             target,
             pin: request.switches.pin_kernel,
         },
-        (steps, kernel) => Plan::Steps { kernel, steps },
+        (steps, kernel) => Plan::Steps {
+            kernel,
+            steps,
+            efa: request
+                .overrides
+                .efa
+                .clone()
+                .unwrap_or_else(|| combination.efa.unwrap_or("-").to_string()),
+            apt_upgrade: request.switches.apt_upgrade,
+        },
     };
     log::info!("{}: {}", combination.name(), describe(&plan));
     Ok((plan, combination))
@@ -76,8 +89,12 @@ fn describe(plan: &Plan) -> String {
             target.release,
             if *pin { ", pinned and held" } else { "" }
         ),
-        Plan::Steps { kernel: Some(t), steps } => format!("kernel {} checked, then the {steps:?} steps", t.release),
-        Plan::Steps { kernel: None, steps } => format!("the {steps:?} steps (the platform manages the kernel)"),
+        Plan::Steps {
+            kernel: Some(t), steps, ..
+        } => format!("kernel {} checked, then the {steps:?} steps", t.release),
+        Plan::Steps {
+            kernel: None, steps, ..
+        } => format!("the {steps:?} steps (the platform manages the kernel)"),
     }
 }
 

@@ -23,6 +23,18 @@ pub struct Record {
     /// was not regenerated since (a step killed in between).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub regenerate_grub: bool,
+    /// The OFI files as they were (eks).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub ofi: Vec<SavedFile>,
+    /// An ldconfig is owed: the linker's configuration changed since the last one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub ldconfig_owed: bool,
+    /// chrony's configuration as it was and as apply wrote it (eks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub chrony: Option<Edited>,
+    /// A restart of chrony is owed: its configuration changed since the last one.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub chrony_restart_owed: bool,
     /// `/etc/modules-load.d/ib-umad.conf` as it was (aks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modules_load: Option<SavedFile>,
@@ -63,6 +75,15 @@ pub struct PinRecord {
     pub held: Vec<String>,
 }
 
+/// A file apply edits but does not own: its original and what apply wrote.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct Edited {
+    /// The file as it was.
+    pub original: SavedFile,
+    /// What apply wrote.
+    pub written: Content,
+}
+
 /// A headers link apply made, and what stood there before.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct LinkRecord {
@@ -80,6 +101,10 @@ impl StateRecord for Record {
         self.boot.is_none()
             && self.pin.is_none()
             && !self.regenerate_grub
+            && self.ofi.is_empty()
+            && !self.ldconfig_owed
+            && self.chrony.is_none()
+            && !self.chrony_restart_owed
             && self.modules_load.is_none()
             && self.header_links.is_empty()
     }

@@ -3,7 +3,8 @@
 //! configMap and environment are not read. GRUB's saved entry and
 //! `/etc/default/grub` come back, the pin file and the holds this package made go,
 //! the headers links it made go, and aks's modules-load.d file and the tuning
-//! engine's memlock settings (the engine's own uninstall) go. An installed kernel stays installed (removing the
+//! engine's memlock settings (the engine's own uninstall) go, and the OFI files and
+//! chrony's configuration come back (packages installed or upgraded stay). An installed kernel stays installed (removing the
 //! kernel a node may be running is never safe); the next boot follows the restored
 //! default.
 
@@ -11,7 +12,7 @@ use skyhook_core::{Checklist, Mode, Outcome, Result, Step};
 
 use crate::kernel::{boot, pin};
 use crate::record::Record;
-use crate::{aks, headers, ib_modules};
+use crate::{aks, eks, headers, ib_modules};
 
 /// uninstall.
 pub fn uninstall(step: &Step) -> Result<Outcome> {
@@ -20,6 +21,7 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     boot::restore(step, &mut record)?;
     headers::release(step, &mut record)?;
     ib_modules::release(step, &mut record)?;
+    eks::release(step, &mut record)?;
     aks::take_over_upstream(step)?;
     let outcome = engine_if_recorded(step, Mode::Uninstall)?;
     record.save(step)?;

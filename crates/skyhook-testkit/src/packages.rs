@@ -33,6 +33,9 @@
 //!   needs any more; `purge` also runs the package's configuration removal.
 //! - `-s purge|remove` changes nothing and prints `Purg <name> [<version>]` for each
 //!   installed package named and each installed package depending on it.
+//! - `upgrade` puts in every installed package whose offered version differs (its
+//!   install shell again, then the new version); `-s upgrade` changes nothing and
+//!   prints `Inst <name> [<old>] (<new> <release> [<arch>])` for each.
 //! - `update` with a repository whose key rotated: `W: GPG error: … NO_PUBKEY …` and
 //!   `E: The repository '<url> InRelease' is not signed.`, exit 100.
 //! - `dpkg-query -W -f='${Status}\t${Version}' <name>`: `install ok installed<TAB><version>`;
@@ -213,7 +216,7 @@ for a; do
   if [ $skip = 1 ]; then skip=0; continue; fi
   case "$a" in
     -o) skip=1 ;; -s) sim=1 ;; --auto-remove) auto=1 ;; -*) ;;
-    update|install|purge|remove|autoremove) action="$a" ;;
+    update|install|purge|remove|autoremove|upgrade) action="$a" ;;
     *) pkgs="$pkgs $a" ;;
   esac
 done
@@ -239,6 +242,14 @@ case "$action" in
       if installed "$p"; then drop "$p" "$action"; fi; done
     if [ $auto = 1 ]; then autoremove "$action"; fi ;;
   autoremove) autoremove remove ;;
+  upgrade)
+    if [ $sim = 0 ]; then apt_lock /var/cache/apt/archives/lock; fi
+    for p in $(ls "$P"); do
+      known "$p" || continue; new=$(cat "$C/$p/version"); old=$(cat "$P/$p")
+      [ "$new" = "$old" ] && continue
+      if [ $sim = 1 ]; then echo "Inst $p [$old] ($new Ubuntu:24.04/noble-updates [all])"
+      else ( . "$C/$p/install.sh" ) || exit 1; echo "$new" > "$P/$p"; fi
+    done ;;
   *) echo "unexpected: apt-get $*" >&2; exit 1 ;;
 esac"#;
 

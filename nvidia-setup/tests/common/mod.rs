@@ -192,3 +192,64 @@ pub fn start(n: &Node, pid: u32, unlimited: bool) {
         }
     }
 }
+
+/// A stand-in for `dkms status <module>` (dkms 3.0.11, `dkms status`): one line per
+/// built module, `<module>/<version>, <kernel>, <arch>: installed`, read from
+/// `dkms-<module>` beside it; nothing (exit 0) for a module DKMS does not know.
+pub const DKMS: &str = r#"D=$(dirname "$0")
+[ "$1" = status ] || { echo "unexpected: dkms $*" >&2; exit 1; }
+cat "$D/dkms-$2" 2>/dev/null; exit 0"#;
+
+/// What `dkms status efa` prints on a node where EFA 1.48.0 built its module.
+pub const EFA_DKMS: &str = "efa/3.0.0, 6.17.0-1019-aws, x86_64: installed\n";
+
+/// Ubuntu 24.04's chrony.conf, abridged to the lines the step looks at.
+pub const CHRONY_CONF: &str = "# Welcome to the chrony configuration file.\n\
+pool ntp.ubuntu.com        iburst maxsources 4\n\
+pool 0.ubuntu.pool.ntp.org iburst maxsources 1\n\
+keyfile /etc/chrony/chrony.keys\n\
+driftfile /var/lib/chrony/chrony.drift\n";
+
+/// The packages of the EKS steps, as the archive offers them.
+pub fn eks_packages() -> Vec<DistPackage> {
+    let mut p: Vec<DistPackage> = ["curl", "git", "wget", "gpg"]
+        .iter()
+        .map(|n| DistPackage::new(n, "1.0-1"))
+        .collect();
+    p.push(DistPackage::new("chrony", "4.5-1ubuntu4").on_install(&format!(
+        "[ -f \"$R/etc/chrony/chrony.conf\" ] || {{ mkdir -p \"$R/etc/chrony\" && printf '%s' '{CHRONY_CONF}' > \"$R/etc/chrony/chrony.conf\"; }}"
+    )));
+    p.push(DistPackage::new("efa", "3.0.0-1"));
+    p.push(DistPackage::new("containerd", "1.7.28-0ubuntu1"));
+    p
+}
+
+/// An EKS H100 node running the combination's kernel, EFA installed (package,
+/// DKMS module, the OFI plugin's prefix), the tools and chrony installed, no
+/// instance storage: the full entry's node (`NVIDIA_SETUP_INSTALL_KERNEL` unset).
+pub fn eks() -> Node {
+    let mut n = node();
+    n.clear_env();
+    reboot_into(&n, TARGET);
+    let mut catalog = kernel_packages(TARGET);
+    catalog.extend(eks_packages());
+    n.package_manager(Manager::Apt, &catalog);
+    for p in ["curl", "git", "wget", "gpg", "chrony", "efa"] {
+        n.preinstall_package(p);
+    }
+    std::fs::create_dir_all(n.path("/opt/amazon/ofi-nccl/lib")).unwrap();
+    std::fs::create_dir_all(n.path("/etc/profile.d")).unwrap();
+    std::fs::create_dir_all(n.path("/etc/ld.so.conf.d")).unwrap();
+    std::fs::create_dir_all(n.path("/var/lib")).unwrap();
+    n.file(
+        "/proc/1/mountinfo",
+        "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/nvme0n1p1 rw\n",
+    )
+    .systemd_running(true)
+    .stand_in("systemctl", SYSTEMCTL)
+    .stand_in("dkms", DKMS)
+    .stand_in("ldconfig", "exit 0");
+    std::fs::write(n.commands_dir().join("dkms-efa"), EFA_DKMS).unwrap();
+    n.clear_calls();
+    n
+}

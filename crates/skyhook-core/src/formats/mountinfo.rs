@@ -7,6 +7,33 @@
 
 use std::path::{Component, Path};
 
+use crate::error::{Error, Result};
+use crate::host::Host;
+
+/// Where the host's mount table is read: the mount namespace of the host's init,
+/// the one systemd mounts in and workloads see (a step's own namespace may be the
+/// agent container's).
+pub const HOST_MOUNTINFO: &str = "/proc/1/mountinfo";
+
+/// Reads and parses the host's mount table; an absent or malformed one fails (exit 1).
+pub fn read_host(host: &Host) -> Result<MountTable> {
+    let Some(text) = host.read_to_string(HOST_MOUNTINFO)? else {
+        return Err(Error::action(format!(
+            "{HOST_MOUNTINFO} is missing: the package needs the host's mount table (is /proc mounted on the host?)"
+        )));
+    };
+    MountTable::parse(&text).map_err(|bad| {
+        let b = &bad[0];
+        Error::action(format!(
+            "{HOST_MOUNTINFO} line {} cannot be read: {} ({} malformed line(s)); the kernel writes this file, so \
+             check what is mounted over /proc",
+            b.line,
+            b.reason,
+            bad.len()
+        ))
+    })
+}
+
 /// One mount of a namespace.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Mount {

@@ -321,18 +321,7 @@ impl<'h> PackageManager<'h> {
         match self.tool {
             Tool::AptGet => {
                 self.refresh_lists()?;
-                self.waiting_for_apt_locks(
-                    &apt([
-                        "install",
-                        "-y",
-                        "-q",
-                        "-o",
-                        "Dpkg::Options::=--force-confdef",
-                        "-o",
-                        "Dpkg::Options::=--force-confold",
-                    ])
-                    .args(&missing),
-                )?;
+                self.waiting_for_apt_locks(&apt_keeping_conffiles("install").args(&missing))?;
             }
             Tool::Dnf | Tool::Yum => {
                 self.retrying(
@@ -350,6 +339,45 @@ impl<'h> PackageManager<'h> {
         let added: Vec<String> = added.into_iter().collect();
         log::info!("installed {} package(s): {}", added.len(), added.join(", "));
         Ok(added)
+    }
+
+    /// The packages an upgrade would change, as `(name, new version)`, after a
+    /// refresh of the lists: the `Inst` lines of `apt-get -s upgrade` (apt only; an
+    /// upgrade with dnf or yum is refused as an action this package manager does not
+    /// carry out here).
+    pub fn upgradable(&self) -> Result<Vec<(String, String)>> {
+        self.require_apt("an upgrade")?;
+        self.refresh_lists()?;
+        let out = self.host.run_ok(&apt(["-s", "upgrade"]))?;
+        Ok(out
+            .stdout
+            .lines()
+            .filter_map(|l| {
+                let mut words = l.strip_prefix("Inst ")?.split_whitespace();
+                let name = words.next()?;
+                let new = words.find(|w| w.starts_with('('))?.trim_start_matches('(');
+                Some((name.to_string(), new.to_string()))
+            })
+            .collect())
+    }
+
+    /// `apt-get upgrade`, keeping the node's changed configuration files (apt only).
+    pub fn upgrade(&self) -> Result<()> {
+        self.require_apt("an upgrade")?;
+        log::info!("upgrading every upgradable package with apt-get");
+        self.waiting_for_apt_locks(&apt_keeping_conffiles("upgrade"))?;
+        Ok(())
+    }
+
+    /// Refuses `what` where the package manager is not apt-get.
+    fn require_apt(&self, what: &str) -> Result<()> {
+        match self.tool {
+            Tool::AptGet => Ok(()),
+            Tool::Dnf | Tool::Yum => Err(Error::action(format!(
+                "{what} with {} is not carried out here (apt-get only)",
+                self.tool.program()
+            ))),
+        }
     }
 
     /// Removes what an [`install`](PackageManager::install) added: `added` (as it
@@ -549,6 +577,20 @@ fn capitalized(text: &str) -> String {
 
 /// An apt-get command that never asks, waits up to 10 minutes for the dpkg lock,
 /// and does not let needrestart restart the node's services.
+/// `apt-get <action> -y -q`, keeping a configuration file the node changed where
+/// the package ships a new one (`--force-confdef --force-confold`).
+fn apt_keeping_conffiles(action: &str) -> Cmd {
+    apt([
+        action,
+        "-y",
+        "-q",
+        "-o",
+        "Dpkg::Options::=--force-confdef",
+        "-o",
+        "Dpkg::Options::=--force-confold",
+    ])
+}
+
 fn apt<const N: usize>(args: [&str; N]) -> Cmd {
     Cmd::new("apt-get")
         .args(["-o", "DPkg::Lock::Timeout=600"])

@@ -1,0 +1,179 @@
+// SPDX-License-Identifier: Apache-2.0
+//! The EKS full entry on a simulated node running the combination's kernel: apt
+//! (tools, the opt-in upgrade and its runtime guard), EFA required, the OFI files
+//! and ldconfig, chrony configured once and restarted, the instance storage
+//! refused unless absent or mounted; the bash version's files taken over,
+//! uninstall, kill points.
+
+mod common;
+
+use common::*;
+use skyhook_testkit::killpoint::KillPoints;
+
+const PROFILE: &str = "/etc/profile.d/ofi-aws.sh";
+const LD_SO: &str = "/etc/ld.so.conf.d/000_ofi_aws.conf";
+const CHRONY: &str = "/etc/chrony/chrony.conf";
+const SERVER: &str = "server 169.254.169.123 prefer iburst minpoll 4 maxpoll 4\n";
+
+fn count(calls: &[String], prefix: &str) -> usize {
+    calls.iter().filter(|c| c.starts_with(prefix)).count()
+}
+
+#[test]
+fn the_full_entry_configures_ofi_and_chrony_and_uninstall_gives_them_back() {
+    let n = eks();
+    n.file(CHRONY, CHRONY_CONF);
+    let before = n.snapshot();
+    run(&n, "apply", 0).expect_output("the EKS steps are done");
+    assert_eq!(
+        n.read(PROFILE).as_deref(),
+        Some("export PATH=\"$PATH:/opt/amazon/ofi-nccl/bin\"\n")
+    );
+    assert_eq!(n.read(LD_SO).as_deref(), Some("/opt/amazon/ofi-nccl/lib\n"));
+    let chrony = n.read(CHRONY).unwrap();
+    assert!(!chrony.contains("\npool "), "{chrony}");
+    assert_eq!(chrony.matches(SERVER).count(), 1, "{chrony}");
+    assert!(chrony.contains("keyfile /etc/chrony/chrony.keys\n"), "the rest is kept");
+    let calls = n.calls();
+    assert_eq!(count(&calls, "ldconfig"), 1, "{calls:?}");
+    assert_eq!(count(&calls, "systemctl restart chrony"), 1, "{calls:?}");
+    assert_eq!(
+        count(&calls, "apt-get -o DPkg::Lock::Timeout=600 upgrade"),
+        0,
+        "no upgrade unless asked"
+    );
+    run(&n, "apply-check", 0);
+    run(&n, "post-interrupt-check", 0);
+
+    let applied = n.snapshot();
+    n.clear_calls();
+    run(&n, "apply", 0);
+    applied.assert_same(&n.snapshot());
+    let calls = n.calls();
+    assert_eq!(
+        count(&calls, "ldconfig") + count(&calls, "systemctl restart"),
+        0,
+        "{calls:?}"
+    );
+
+    run(&n, "uninstall", 0);
+    run(&n, "uninstall-check", 0);
+    before.assert_same(&n.snapshot());
+    let calls = n.calls();
+    assert_eq!(count(&calls, "ldconfig"), 1, "{calls:?}");
+    assert_eq!(count(&calls, "systemctl restart chrony"), 1, "{calls:?}");
+}
+
+#[test]
+fn missing_tools_are_installed_and_the_bash_versions_files_are_taken_over() {
+    let n = eks();
+    n.run_stand_in("apt-get", &["purge", "-y", "wget", "chrony"])
+        .expect_code(0);
+    n.file(PROFILE, "PATH=$PATH:/opt/amazon/ofi-nccl/bin\n")
+        .file(LD_SO, "/opt/amazon/ofi-nccl/lib\n");
+    run(&n, "apply", 0);
+    assert!(n.package_version("wget").is_some() && n.package_version("chrony").is_some());
+    let chrony = n.read(CHRONY).unwrap();
+    assert_eq!(chrony.matches(SERVER).count(), 1, "{chrony}");
+    // The bash version appended its line on every run: one line again.
+    n.file(CHRONY, format!("{CHRONY_CONF}{SERVER}{SERVER}"));
+    run(&n, "apply", 0);
+    assert_eq!(n.read(CHRONY).unwrap().matches(SERVER).count(), 1);
+    run(&n, "uninstall", 0);
+    assert!(
+        !n.exists(PROFILE) && !n.exists(LD_SO),
+        "the bash version's files are this package's own"
+    );
+}
+
+#[test]
+fn what_this_version_cannot_do_is_refused_before_any_change() {
+    type Setup = fn(&Node);
+    let cases: [(&str, Setup, &str); 4] = [
+        (
+            "no efa package",
+            |n| {
+                n.run_stand_in("apt-get", &["purge", "-y", "efa"]).expect_code(0);
+            },
+            "the dpkg package efa is not installed",
+        ),
+        (
+            "no DKMS module",
+            |n| {
+                std::fs::remove_file(n.commands_dir().join("dkms-efa")).unwrap();
+            },
+            "dkms lists no installed efa module",
+        ),
+        (
+            "no OFI plugin",
+            |n| {
+                std::fs::remove_dir_all(n.path("/opt/amazon/ofi-nccl")).unwrap();
+            },
+            "/opt/amazon/ofi-nccl is not a directory",
+        ),
+        (
+            "instance storage",
+            |n| {
+                for i in 1..=2 {
+                    let name = format!("/dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_AWS{i}");
+                    std::fs::create_dir_all(n.path("/dev/disk/by-id")).unwrap();
+                    std::os::unix::fs::symlink(format!("../../nvme{i}n1"), n.path(&name)).unwrap();
+                }
+            },
+            "2 NVMe instance-store disk(s) (nvme-Amazon_EC2_NVMe_Instance_Storage_AWS1, ",
+        ),
+    ];
+    for (what, setup, says) in cases {
+        let n = eks();
+        n.file(CHRONY, CHRONY_CONF);
+        setup(&n);
+        let before = n.snapshot();
+        let r = run(&n, "apply", 1);
+        assert!(r.output().contains(says), "{what}: {}", r.output());
+        before.assert_same(&n.snapshot());
+        run(&n, "apply-check", 1);
+    }
+}
+
+#[test]
+fn instance_storage_already_mounted_is_accepted() {
+    let n = eks();
+    std::fs::create_dir_all(n.path("/dev/disk/by-id")).unwrap();
+    std::os::unix::fs::symlink(
+        "../../nvme1n1",
+        n.path("/dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_AWS1"),
+    )
+    .unwrap();
+    let mut table = n.read("/proc/1/mountinfo").unwrap();
+    table.push_str("40 22 9:127 / /mnt/k8s-disks/0 rw,noatime shared:30 - xfs /dev/md127 rw\n");
+    n.file("/proc/1/mountinfo", table);
+    run(&n, "apply", 0).expect_output("already mounted");
+}
+
+#[test]
+fn an_upgrade_is_opt_in_and_refused_when_it_would_replace_the_runtime() {
+    let mut n = eks();
+    n.env("NVIDIA_SETUP_APT_UPGRADE", "true");
+    n.offer_package(&DistPackage::new("curl", "1.0-2"));
+    run(&n, "apply", 0);
+    assert_eq!(n.package_version("curl").as_deref(), Some("1.0-2"), "upgraded");
+
+    n.preinstall_package("containerd");
+    n.offer_package(&DistPackage::new("containerd", "2.0.0-1"));
+    n.offer_package(&DistPackage::new("curl", "1.0-3"));
+    let before = n.snapshot();
+    run(&n, "apply", 1).expect_output("would replace containerd 2.0.0-1");
+    assert_eq!(n.package_version("curl").as_deref(), Some("1.0-2"), "nothing upgraded");
+    before.assert_same(&n.snapshot());
+}
+
+#[test]
+fn the_eks_steps_converge_after_a_kill() {
+    let n = eks();
+    n.file(CHRONY, CHRONY_CONF);
+    KillPoints::new(&n, "apply").check("apply-check").assert_converges();
+    run(&n, "apply", 0);
+    KillPoints::new(&n, "uninstall")
+        .check("uninstall-check")
+        .assert_converges();
+}
