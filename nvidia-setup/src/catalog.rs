@@ -76,7 +76,7 @@ fn settings(c: &Combination) -> Vec<Setting> {
     match c.steps {
         Steps::Eks => {
             let value = format!(
-                "apt tools and chrony, OFI files, chrony's time source; EFA {} required installed, NVMe instance \
+                "apt tools and chrony, EFA {} where missing, OFI files, chrony's time source; NVMe instance \
                  storage absent or mounted",
                 c.efa.unwrap_or("-")
             );

@@ -3,8 +3,8 @@
 //! `accelerator` (upstream's `nvidia-setup`, its combinations and defaults), with
 //! an uninstall upstream lacks. This version carries the kernel step
 //! (`NVIDIA_SETUP_INSTALL_KERNEL=true`: install, boot default, pin), the EKS steps
-//! on nodes with EFA already installed and no unassembled instance storage,
-//! aks-h100 and bcm's headers link (README).
+//! on nodes without unassembled instance storage, aks-h100 and bcm's headers link
+//! (README).
 //!
 //! The package layout (DESIGN.md): [`input`] reads the configMap and environment,
 //! [`plan`] picks the combination ([`combos`]) and what apply does; [`apply`] is

@@ -23,6 +23,9 @@ pub struct Record {
     /// was not regenerated since (a step killed in between).
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub regenerate_grub: bool,
+    /// The EFA installer's scratch directory may exist (eks): owed until removed.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub efa_work_dir: bool,
     /// The OFI files as they were (eks).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub ofi: Vec<SavedFile>,
@@ -101,6 +104,7 @@ impl StateRecord for Record {
         self.boot.is_none()
             && self.pin.is_none()
             && !self.regenerate_grub
+            && !self.efa_work_dir
             && self.ofi.is_empty()
             && !self.ldconfig_owed
             && self.chrony.is_none()

@@ -15,6 +15,23 @@ const LD_SO: &str = "/etc/ld.so.conf.d/000_ofi_aws.conf";
 const CHRONY: &str = "/etc/chrony/chrony.conf";
 const SERVER: &str = "server 169.254.169.123 prefer iburst minpoll 4 maxpoll 4\n";
 
+/// The EFA installer's scratch directories left on the node.
+fn scratch_dirs(n: &Node) -> Vec<String> {
+    let mut found = Vec::new();
+    let mut stack = vec![n.path("/var/lib/skyhook-packages")];
+    while let Some(dir) = stack.pop() {
+        for e in std::fs::read_dir(&dir).into_iter().flatten().flatten() {
+            if e.file_type().unwrap().is_dir() {
+                if e.file_name() == "efa-installer" {
+                    found.push(e.path().display().to_string());
+                }
+                stack.push(e.path());
+            }
+        }
+    }
+    found
+}
+
 fn count(calls: &[String], prefix: &str) -> usize {
     calls.iter().filter(|c| c.starts_with(prefix)).count()
 }
@@ -87,7 +104,7 @@ fn missing_tools_are_installed_and_the_bash_versions_files_are_taken_over() {
 }
 
 #[test]
-fn what_this_version_cannot_do_is_refused_before_any_change() {
+fn instance_storage_with_nothing_mounted_is_refused_before_any_change() {
     type Setup = fn(&Node);
     let cases: [(&str, Setup, &str); 4] = [
         (
@@ -176,4 +193,58 @@ fn the_eks_steps_converge_after_a_kill() {
     KillPoints::new(&n, "uninstall")
         .check("uninstall-check")
         .assert_converges();
+}
+
+#[test]
+fn a_node_without_efa_gets_awss_installer_run_from_a_scratch_directory() {
+    let n = eks_without_efa("1.48.0");
+    n.file(CHRONY, CHRONY_CONF);
+    let before = n.snapshot();
+    run(&n, "apply", 0).expect_output("EFA 1.48.0: installed");
+    let calls = n.calls();
+    let fetch = calls.iter().find(|c| c.starts_with("curl")).expect("fetched");
+    assert!(
+        fetch.ends_with("https://efa-installer.amazonaws.com/aws-efa-installer-1.48.0.tar.gz"),
+        "{fetch}"
+    );
+    assert!(
+        fetch.contains("/var/lib/skyhook-packages/nvidia-setup/"),
+        "not the working directory: {fetch}"
+    );
+    assert_eq!(scratch_dirs(&n), Vec::<String>::new());
+    run(&n, "apply-check", 0);
+    n.clear_calls();
+    run(&n, "apply", 0);
+    assert!(
+        !n.calls().iter().any(|c| c.starts_with("curl")),
+        "installed: not fetched again"
+    );
+    run(&n, "uninstall", 0);
+    assert!(n.package_version("efa").is_some(), "EFA stays");
+    // Everything else is as before (the package database and the DKMS answer live
+    // beside the stand-ins, not on the node).
+    before.assert_same(&n.snapshot());
+}
+
+#[test]
+fn a_failing_or_unknown_efa_installer_fails_apply_naming_it() {
+    let mut n = eks_without_efa("1.48.0");
+    n.env("NVIDIA_EFA", "1.99.0");
+    run(&n, "apply", 1)
+        .expect_output("cannot fetch https://efa-installer.amazonaws.com/aws-efa-installer-1.99.0.tar.gz");
+    assert_eq!(scratch_dirs(&n), Vec::<String>::new(), "no leftovers");
+    run(&n, "apply-check", 1).expect_output("EFA: the dpkg package efa is not installed");
+    n.env("NVIDIA_EFA", "");
+    std::fs::write(n.commands_dir().join("efa-installer-fails"), "").unwrap();
+    run(&n, "apply", 1).expect_output("EFA: the installer 1.48.0 failed");
+    assert_eq!(scratch_dirs(&n), Vec::<String>::new(), "no leftovers");
+    std::fs::remove_file(n.commands_dir().join("efa-installer-fails")).unwrap();
+    run(&n, "apply", 0);
+}
+
+#[test]
+fn the_efa_install_converges_after_a_kill() {
+    let n = eks_without_efa("1.48.0");
+    n.file(CHRONY, CHRONY_CONF);
+    KillPoints::new(&n, "apply").check("apply-check").assert_converges();
 }

@@ -253,3 +253,63 @@ pub fn eks() -> Node {
     n.clear_calls();
     n
 }
+
+/// A stand-in for `curl -sSfL [--retry N] -o FILE URL` (curl 8.5, `-f`: an HTTP
+/// error is exit 22 with `curl: (22) The requested URL returned error: 404`,
+/// nothing written): the URLs it can fetch are files of `served/` beside it named
+/// by the URL's last part (`aws-efa-installer-1.48.0.tar.gz`), written to `FILE`
+/// under the host root.
+pub const CURL: &str = r#"D=$(dirname "$0"); out=""; url=""
+while [ $# -gt 0 ]; do case "$1" in -o) out=$2; shift ;; --retry) shift ;; -*) ;; *) url=$1 ;; esac; shift; done
+name=${url##*/}
+[ -f "$D/served/$name" ] || { echo "curl: (22) The requested URL returned error: 404" >&2; exit 22; }
+cp "$D/served/$name" "$SKYHOOK_HOST_ROOT$out""#;
+
+/// A stand-in running this machine's GNU tar for `tar -xzf FILE -C DIR`, the two
+/// paths taken under the host root.
+pub const TAR: &str = r#"R="$SKYHOOK_HOST_ROOT"
+[ "$1" = -xzf ] && [ "$3" = -C ] || { echo "unexpected: tar $*" >&2; exit 2; }
+exec /bin/tar -xzf "$R$2" -C "$R$4""#;
+
+/// A stand-in for AWS's `efa_installer.sh -y` (aws-efa-installer 1.48.0): it
+/// installs the `efa` package (the apt stand-in's database) and builds its DKMS
+/// module (the dkms stand-in's answer), then prints its closing line; with
+/// `efa-installer-fails` beside it, it fails as a DKMS build failure does (exit 1)
+/// after installing the package without the module.
+pub const EFA_INSTALLER: &str = r#"D=$(dirname "$0")
+[ "$1" = -y ] || { echo "unexpected: efa_installer.sh $*" >&2; exit 1; }
+echo "3.0.0-1" > "$D/pkgs/efa"
+if [ -f "$D/efa-installer-fails" ]; then echo "Error: efa DKMS module failed to build" >&2; exit 1; fi
+echo "efa/3.0.0, 6.17.0-1019-aws, x86_64: installed" > "$D/dkms-efa"
+echo "==================================================="
+echo "EFA installation complete.""#;
+
+/// An [`eks`] node without EFA whose curl serves AWS's installer `version`.
+pub fn eks_without_efa(version: &str) -> Node {
+    let n = eks();
+    n.run_stand_in("apt-get", &["purge", "-y", "efa"]).expect_code(0);
+    std::fs::remove_file(n.commands_dir().join("dkms-efa")).unwrap();
+    let served = n.commands_dir().join("served");
+    std::fs::create_dir_all(served.join("aws-efa-installer")).unwrap();
+    std::fs::write(
+        served.join("aws-efa-installer/efa_installer.sh"),
+        "#!/bin/sh\nexit 99\n",
+    )
+    .unwrap();
+    let tarball = served.join(format!("aws-efa-installer-{version}.tar.gz"));
+    let ok = std::process::Command::new("/bin/tar")
+        .arg("-czf")
+        .arg(&tarball)
+        .arg("-C")
+        .arg(&served)
+        .arg("aws-efa-installer")
+        .status()
+        .unwrap();
+    assert!(ok.success());
+    std::fs::remove_dir_all(served.join("aws-efa-installer")).unwrap();
+    n.stand_in("curl", CURL)
+        .stand_in("tar", TAR)
+        .stand_in("efa_installer.sh", EFA_INSTALLER);
+    n.clear_calls();
+    n
+}

@@ -30,6 +30,9 @@ pub struct Cmd {
     pub stdin: Option<Vec<u8>>,
     /// Echo output lines live to our stdout/stderr as they arrive (still captured).
     pub echo: bool,
+    /// The working directory, a host path (the step's own otherwise). Stand-ins run
+    /// where the test runs: they take the host root from `SKYHOOK_HOST_ROOT`.
+    pub dir: Option<String>,
 }
 
 impl Cmd {
@@ -66,6 +69,13 @@ impl Cmd {
     /// Feeds `input` to the command's stdin.
     pub fn stdin(mut self, input: impl Into<Vec<u8>>) -> Self {
         self.stdin = Some(input.into());
+        self
+    }
+
+    /// Runs the command in `dir` (a host path), for tools that expect to be started
+    /// from their own directory (an installer unpacked from a tarball).
+    pub fn current_dir(mut self, dir: impl Into<String>) -> Self {
+        self.dir = Some(dir.into());
         self
     }
 
@@ -196,6 +206,9 @@ impl Runner for SystemRunner {
     fn run(&self, cmd: &Cmd) -> io::Result<Output> {
         let mut command = Command::new(&cmd.program);
         command.args(&cmd.args);
+        if let Some(dir) = &cmd.dir {
+            command.current_dir(dir);
+        }
         if std::env::var_os("PATH").is_none() {
             command.env("PATH", SYSTEM_PATH.join(":"));
         }

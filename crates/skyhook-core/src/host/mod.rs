@@ -264,6 +264,33 @@ impl Host {
         Ok(removed)
     }
 
+    /// Removes the directory `path` and everything in it, if it exists (links removed,
+    /// never followed); returns whether it was there. Only for a package's own
+    /// scratch tree (an unpacked installer) strictly inside `within`, its state
+    /// directory: nothing of it is journaled for a rollback, and a path not inside
+    /// `within`, or under a symbolic link, is refused.
+    pub fn remove_scratch_tree(&self, within: &Path, path: impl AsRef<Path>) -> Result<bool, HostError> {
+        let path = path.as_ref();
+        let parent_dir = path.components().any(|c| c == Component::ParentDir);
+        if !path.starts_with(within) || path == within || !within.is_absolute() || parent_dir {
+            return Err(HostError::io(
+                "remove scratch tree",
+                path,
+                io::Error::other(format!("not a scratch tree inside {}", within.display())),
+            ));
+        }
+        let Some((dir, name)) = self.parent(path, Missing::Absent, "remove directory")? else {
+            return Ok(false);
+        };
+        dir.refuse_link(name, "remove directory", path)?;
+        let full = self.path(path)?;
+        match fs::remove_dir_all(&full) {
+            Ok(()) => Ok(true),
+            Err(e) if e.kind() == io::ErrorKind::NotFound => Ok(false),
+            Err(e) => Err(HostError::io("remove directory", path, e)),
+        }
+    }
+
     /// Removes the directory `path` if it exists and is empty; returns whether it did.
     /// Refuses a path under a symbolic link.
     pub fn remove_empty_dir(&self, path: impl AsRef<Path>) -> Result<bool, HostError> {
@@ -443,6 +470,42 @@ pub fn write_atomic(path: &Path, content: &[u8], mode: u32) -> io::Result<()> {
 pub(crate) mod tests {
     use super::*;
     use crate::host::command::RecordingRunner;
+
+    #[test]
+    fn a_scratch_tree_goes_whole_without_following_links_and_only_inside_its_base() {
+        let d = tempfile::tempdir().unwrap();
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::write(outside.path().join("keep"), "x").unwrap();
+        let h = Host::new(d.path(), RecordingRunner::succeeding());
+        let base = Path::new("/var/lib/skyhook-packages/p/n");
+        h.write("/var/lib/skyhook-packages/p/n/efa/a/b/file", b"1", 0o600)
+            .unwrap();
+        std::os::unix::fs::symlink(
+            outside.path(),
+            h.path("/var/lib/skyhook-packages/p/n/efa/a/link").unwrap(),
+        )
+        .unwrap();
+        assert!(
+            h.remove_scratch_tree(base, "/var/lib/skyhook-packages/p/n/efa")
+                .unwrap()
+        );
+        assert!(!h.exists("/var/lib/skyhook-packages/p/n/efa"));
+        assert!(
+            outside.path().join("keep").exists(),
+            "a link inside is removed, not followed"
+        );
+        assert!(
+            !h.remove_scratch_tree(base, "/var/lib/skyhook-packages/p/n/efa")
+                .unwrap()
+        );
+        for bad in [
+            "/etc",
+            "/var/lib/skyhook-packages/p/n",
+            "/var/lib/skyhook-packages/p/n/../../etc",
+        ] {
+            assert!(h.remove_scratch_tree(base, bad).is_err(), "{bad}");
+        }
+    }
 
     /// One path of a [`tree`]: where, mode, content (files), target (links).
     pub(crate) type TreeEntry = (PathBuf, u32, Option<Vec<u8>>, Option<PathBuf>);
