@@ -35,8 +35,10 @@ fn slurp(pipe: impl Read + Send + 'static) -> thread::JoinHandle<String> {
 fn signal_and_wait(mut child: Child, sig: Signal) -> (i32, String, Duration) {
     let err = slurp(child.stderr.take().unwrap());
     let out = slurp(child.stdout.take().unwrap());
-    kill(Pid::from_raw(child.id() as i32), sig).unwrap();
+    // Taken before the signal goes: a test thread descheduled between the two would
+    // otherwise measure less than the step waited.
     let sent = Instant::now();
+    kill(Pid::from_raw(child.id() as i32), sig).unwrap();
     let status = child.wait().unwrap();
     let took = sent.elapsed();
     out.join().unwrap();
