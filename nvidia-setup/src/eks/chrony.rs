@@ -52,6 +52,7 @@ pub fn apply(step: &Step, record: &mut Record) -> Result<()> {
         record.save(step)?;
     }
     if wanted != current {
+        record.chrony.as_mut().expect("recorded").written = Content::new(wanted.as_bytes());
         record.chrony_restart_owed = true;
         record.save(step)?;
         host.write(CONF, wanted.as_bytes(), host.mode(CONF)?.unwrap_or(0o644))?;
