@@ -8,7 +8,7 @@
 //! (exactly while nobody changed the file since), with a restart again.
 
 use skyhook_core::boot::edited::{Content, undo_edit};
-use skyhook_core::host::command::Cmd;
+use skyhook_core::host::systemd::Systemd;
 use skyhook_core::records::original::SavedFile;
 use skyhook_core::{Error, Result, Step};
 
@@ -61,11 +61,11 @@ pub fn apply(step: &Step, record: &mut Record) -> Result<()> {
     restart_owed(step, record)
 }
 
-/// Restarts chrony when the record owes it.
+/// Restarts chrony when the record owes it (skipped, with a warning, where systemd
+/// is not running: a chroot, an image being built).
 fn restart_owed(step: &Step, record: &mut Record) -> Result<()> {
     if record.chrony_restart_owed {
-        step.host
-            .run_ok(&Cmd::new("systemctl").args(["restart", UNIT]).echo())?;
+        Systemd::new(&step.host).restart(UNIT)?;
         record.chrony_restart_owed = false;
         record.save(step)?;
     }

@@ -7,6 +7,11 @@
 //! Ubuntu's. The running kernel is the file `/proc/sys/kernel/osrelease` inside the
 //! root; a reboot is that file rewritten.
 //!
+//! The EKS full entry runs there too, with the root's own apt, chrony package
+//! (Debian's `chrony.conf` and its `pool` line), ldconfig and systemctl (which a
+//! chroot answers without restarting anything); EFA is the local repository's
+//! stand-in `efa` package and a `dkms` script answering for its module.
+//!
 //! What it proves with the real tools: the menu path read from the grub.cfg that
 //! Debian's own `update-grub` generated is one GRUB's `grub-set-default` saves
 //! (`grub-editenv list`), `GRUB_DEFAULT=saved` reaches grub.cfg, the holds are apt's,
@@ -22,6 +27,10 @@ use crate::{APT_FOOTPRINT, Arch, BOOKKEEPING, Node, readme};
 
 /// The kernel of the eks combinations (the arm64 one gets `-64k`).
 const KERNEL: &str = "6.17.0-1019-aws";
+/// chrony's configuration.
+const CHRONY: &str = "/etc/chrony/chrony.conf";
+/// The time source the EKS steps configure.
+const SERVER: &str = "server 169.254.169.123 prefer iburst minpoll 4 maxpoll 4\n";
 /// Where the root finds the local repository.
 const REPO: &str = "/srv/nvidia-setup-kernels";
 
@@ -35,23 +44,30 @@ fn nvidia_setup_installs_the_kernel_entry_with_the_real_apt_and_grub_arm64() {
     kernel_entry_on(Arch::Arm64, "NVIDIA-GB200", &format!("{KERNEL}-64k"));
 }
 
-/// Builds the four packages of `release` into the node's local repository, with
-/// its index (`Packages`: the control fields, `Filename`, `Size`, `SHA256`, as
-/// dpkg-scanpackages writes them).
-fn repository(node: &Node, release: &str) {
-    let work = tempfile::tempdir().unwrap();
-    let repo = node.path(REPO);
-    fs::create_dir_all(&repo).unwrap();
-    let mut index = String::new();
-    for (name, path) in [
+/// The four kernel packages of `release`: each package's name and the one file it holds.
+fn kernel_packages(release: &str) -> Vec<(String, String)> {
+    [
         ("linux-image", format!("boot/vmlinuz-{release}")),
         ("linux-headers", format!("usr/src/linux-headers-{release}/.config")),
         ("linux-modules", format!("lib/modules/{release}/modules.order")),
         ("linux-modules-extra", format!("lib/modules/{release}/extra.order")),
-    ] {
-        let package = format!("{name}-{release}");
-        let dir = work.path().join(&package);
-        let file = dir.join(&path);
+    ]
+    .into_iter()
+    .map(|(name, path)| (format!("{name}-{release}"), path))
+    .collect()
+}
+
+/// Builds `packages` (name, the one file it holds) into the node's local
+/// repository, with its index (`Packages`: the control fields, `Filename`, `Size`,
+/// `SHA256`, as dpkg-scanpackages writes them).
+fn repository(node: &Node, packages: &[(String, String)]) {
+    let work = tempfile::tempdir().unwrap();
+    let repo = node.path(REPO);
+    fs::create_dir_all(&repo).unwrap();
+    let mut index = String::new();
+    for (package, path) in packages {
+        let dir = work.path().join(package);
+        let file = dir.join(path);
         fs::create_dir_all(file.parent().unwrap()).unwrap();
         fs::write(&file, "a stand-in file of the chroot tier's kernel packages\n").unwrap();
         fs::create_dir_all(dir.join("DEBIAN")).unwrap();
@@ -89,7 +105,7 @@ fn kernel_entry_on(arch: Arch, product: &str, target: &str) {
         .expect("nvidia-setup/README.md has the kernel entry");
     let node = Node::fresh_of(arch);
     node.install_grub();
-    repository(&node, target);
+    repository(&node, &kernel_packages(target));
     let running = format!("6.1.0-chroot-{}", arch.debian());
     node.write("/proc/sys/kernel/osrelease", &format!("{running}\n"));
     let mut args: Vec<String> = ex.args();
@@ -164,4 +180,59 @@ fn kernel_entry_on(arch: Arch, product: &str, target: &str) {
         !cfg.contains("set default=\"${saved_entry}\""),
         "GRUB_DEFAULT=0 again:\n{cfg}"
     );
+}
+
+#[test]
+fn nvidia_setup_runs_the_eks_steps_with_the_real_apt_and_chrony() {
+    let ex = readme::of("nvidia-setup")
+        .into_iter()
+        .find(|e| e.name == "nvidia-setup-full")
+        .expect("nvidia-setup/README.md has the full entry");
+    let node = Node::fresh();
+    repository(
+        &node,
+        &[("efa".to_string(), "opt/amazon/ofi-nccl/lib/.keep".to_string())],
+    );
+    node.write(
+        "/usr/sbin/dkms",
+        "#!/bin/sh\n# The chroot tier's stand-in: the efa module built.\n[ \"$1 $2\" = \"status efa\" ] && echo 'efa/3.0.0, 6.17.0-1019-aws, x86_64: installed'\nexit 0\n",
+    );
+    node.chmod("/usr/sbin/dkms", 0o755);
+    node.sh("export DEBIAN_FRONTEND=noninteractive; apt-get update -q >/dev/null \
+         && apt-get install -y -q --no-install-recommends efa curl git wget gpg chrony >/dev/null 2>&1");
+    node.write("/proc/sys/kernel/osrelease", &format!("{KERNEL}\n"));
+    node.write(
+        "/proc/1/mountinfo",
+        "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n",
+    );
+    let original = node.read(CHRONY).expect("Debian's chrony.conf");
+    assert!(original.lines().any(|l| l.starts_with("pool ")), "{original}");
+    let mut args: Vec<String> = ex.args();
+    args.extend(["--label".into(), "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3".into()]);
+    let run = |modes: &[&str]| {
+        let mut all: Vec<&str> = modes.to_vec();
+        all.extend(args.iter().map(String::as_str));
+        node.run("nvidia-setup", &all)
+    };
+    let ignore: Vec<&str> = BOOKKEEPING.iter().chain(APT_FOOTPRINT).copied().collect();
+    let before = node.snapshot(&ignore);
+
+    run(&["apply"]).expect_ok().expect_output("the EKS steps are done");
+    let chrony = node.read(CHRONY).unwrap();
+    assert!(!chrony.lines().any(|l| l.starts_with("pool ")), "{chrony}");
+    assert_eq!(chrony.matches(SERVER).count(), 1, "{chrony}");
+    assert_eq!(
+        node.read("/etc/ld.so.conf.d/000_ofi_aws.conf").as_deref(),
+        Some("/opt/amazon/ofi-nccl/lib\n")
+    );
+    let profile = node.sh(". /etc/profile.d/ofi-aws.sh; echo \"$PATH\"");
+    assert!(profile.trim_end().ends_with(":/opt/amazon/ofi-nccl/bin"), "{profile}");
+
+    let applied = node.snapshot(&ignore);
+    run(&["apply"]).expect_ok();
+    applied.assert_same(&node.snapshot(&ignore));
+
+    run(&["uninstall"]).expect_ok();
+    assert_eq!(node.read(CHRONY).as_deref(), Some(original.as_str()));
+    before.assert_same(&node.snapshot(&ignore));
 }
