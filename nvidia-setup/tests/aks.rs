@@ -7,7 +7,6 @@
 mod common;
 
 use common::*;
-use skyhook_testkit::killpoint::KillPoints;
 use skyhook_testkit::kmod;
 
 const MODULES_LOAD: &str = "/etc/modules-load.d/ib-umad.conf";
@@ -85,14 +84,4 @@ fn a_kernel_without_the_infiniband_module_is_refused_unchanged() {
     let before = n.snapshot();
     run(&n, "apply", 1).expect_output("modprobe ib_umad failed");
     before.assert_same(&n.snapshot());
-}
-
-#[test]
-fn aks_converges_after_a_kill() {
-    let n = aks();
-    KillPoints::new(&n, "apply").check("apply-check").assert_converges();
-    run(&n, "apply", 0);
-    KillPoints::new(&n, "uninstall")
-        .check("uninstall-check")
-        .assert_converges();
 }

@@ -8,7 +8,6 @@
 mod common;
 
 use common::*;
-use skyhook_testkit::killpoint::KillPoints;
 
 const PROFILE: &str = "/etc/profile.d/ofi-aws.sh";
 const LD_SO: &str = "/etc/ld.so.conf.d/000_ofi_aws.conf";
@@ -185,17 +184,6 @@ fn an_upgrade_is_opt_in_and_refused_when_it_would_replace_the_runtime() {
 }
 
 #[test]
-fn the_eks_steps_converge_after_a_kill() {
-    let n = eks();
-    n.file(CHRONY, CHRONY_CONF);
-    KillPoints::new(&n, "apply").check("apply-check").assert_converges();
-    run(&n, "apply", 0);
-    KillPoints::new(&n, "uninstall")
-        .check("uninstall-check")
-        .assert_converges();
-}
-
-#[test]
 fn a_node_without_efa_gets_awss_installer_run_from_a_scratch_directory() {
     let n = eks_without_efa("1.48.0");
     n.file(CHRONY, CHRONY_CONF);
@@ -240,11 +228,4 @@ fn a_failing_or_unknown_efa_installer_fails_apply_naming_it() {
     assert_eq!(scratch_dirs(&n), Vec::<String>::new(), "no leftovers");
     std::fs::remove_file(n.commands_dir().join("efa-installer-fails")).unwrap();
     run(&n, "apply", 0);
-}
-
-#[test]
-fn the_efa_install_converges_after_a_kill() {
-    let n = eks_without_efa("1.48.0");
-    n.file(CHRONY, CHRONY_CONF);
-    KillPoints::new(&n, "apply").check("apply-check").assert_converges();
 }

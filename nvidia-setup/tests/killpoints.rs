@@ -2,7 +2,8 @@
 //! Crash consistency: every mode that changes the node is killed at its mutating
 //! system calls (skyhook_testkit::killpoint), run again, and must end exactly where
 //! an uninterrupted run ends (packages, `/etc/default/grub`, GRUB's saved entry and
-//! configuration, pin file, holds, links, record), with its check passing.
+//! configuration, pin file, holds, links, the aks and EKS files, the EFA installer's
+//! scratch directory, record), with its check passing.
 
 mod common;
 
@@ -27,7 +28,7 @@ fn uninstall_of_the_kernel_entry_converges_after_a_kill() {
 }
 
 #[test]
-fn bcms_link_and_its_removal_converge_after_a_kill() {
+fn bcms_link_and_its_removal_each_converges_after_a_kill() {
     let n = node();
     n.configmap("service", "bcm");
     reboot_into(&n, TARGET);
@@ -37,4 +38,32 @@ fn bcms_link_and_its_removal_converge_after_a_kill() {
     KillPoints::new(&n, "uninstall")
         .check("uninstall-check")
         .assert_converges();
+}
+
+#[test]
+fn aks_apply_and_uninstall_each_converges_after_a_kill() {
+    let n = aks();
+    KillPoints::new(&n, "apply").check("apply-check").assert_converges();
+    run(&n, "apply", 0);
+    KillPoints::new(&n, "uninstall")
+        .check("uninstall-check")
+        .assert_converges();
+}
+
+#[test]
+fn the_eks_steps_and_their_removal_each_converges_after_a_kill() {
+    let n = eks();
+    n.file("/etc/chrony/chrony.conf", CHRONY_CONF);
+    KillPoints::new(&n, "apply").check("apply-check").assert_converges();
+    run(&n, "apply", 0);
+    KillPoints::new(&n, "uninstall")
+        .check("uninstall-check")
+        .assert_converges();
+}
+
+#[test]
+fn the_efa_install_converges_after_a_kill() {
+    let n = eks_without_efa("1.48.0");
+    n.file("/etc/chrony/chrony.conf", CHRONY_CONF);
+    KillPoints::new(&n, "apply").check("apply-check").assert_converges();
 }
