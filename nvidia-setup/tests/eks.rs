@@ -229,3 +229,27 @@ fn a_failing_or_unknown_efa_installer_fails_apply_naming_it() {
     std::fs::remove_file(n.commands_dir().join("efa-installer-fails")).unwrap();
     run(&n, "apply", 0);
 }
+
+#[test]
+fn a_dpkg_left_half_done_is_finished_before_apt_runs_or_reported() {
+    let n = eks();
+    n.file(CHRONY, CHRONY_CONF);
+    n.file(
+        "/var/lib/dpkg/status",
+        "Package: efa\nStatus: install ok half-configured\n",
+    );
+    run(&n, "apply", 0).expect_output("running dpkg --configure -a first");
+    assert!(n.read("/var/lib/dpkg/status").unwrap().contains("ok installed"));
+
+    let n = eks();
+    n.file(CHRONY, CHRONY_CONF);
+    n.file(
+        "/var/lib/dpkg/status",
+        "Package: efa\nStatus: install ok half-configured\n",
+    );
+    std::fs::write(n.commands_dir().join("dpkg-configure-fails"), "").unwrap();
+    let before = n.snapshot();
+    run(&n, "apply", 1).expect_output("efa (half-configured)");
+    before.assert_same(&n.snapshot());
+    assert!(!n.calls().iter().any(|c| c.contains(" install ")), "{:?}", n.calls());
+}

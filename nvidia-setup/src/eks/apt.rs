@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The apt step: the tools upstream's later steps and scripts rely on (`curl`,
+//! The apt step: a dpkg an earlier run left half-done finished first
+//! (`dpkg --configure -a`, as upstream's 0.7.0 heal did, but before any command
+//! rather than after one failed), then the tools upstream's later steps and scripts rely on (`curl`,
 //! `git`, `wget`, `gpg`) and `chrony`, installed when missing; with
 //! `NVIDIA_SETUP_APT_UPGRADE=true` (off by default, as upstream since 0.7.0) an
 //! `apt-get upgrade` first, refused before it starts when it would replace the
@@ -7,6 +9,8 @@
 //! the step's own pod and leaves the node NotReady (upstream's GB300 incident).
 //! Installed and upgraded packages stay at uninstall (a downgrade is not safe).
 
+use skyhook_core::Host;
+use skyhook_core::os::dpkg;
 use skyhook_core::os::pkgmgr::PackageManager;
 use skyhook_core::{Error, Result};
 
@@ -23,8 +27,10 @@ pub const RUNTIME: [&str; 6] = [
     "nvidia-container-toolkit",
 ];
 
-/// Upgrades when asked (refusing a runtime upgrade), then installs the tools.
-pub fn apply(pm: &PackageManager, upgrade: bool) -> Result<()> {
+/// Finishes what dpkg left unfinished, upgrades when asked (refusing a runtime
+/// upgrade), then installs the tools.
+pub fn apply(host: &Host, pm: &PackageManager, upgrade: bool) -> Result<()> {
+    dpkg::finish_unfinished(host)?;
     if upgrade {
         let upgradable = pm.upgradable()?;
         let runtime: Vec<String> = upgradable

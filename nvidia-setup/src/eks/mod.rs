@@ -27,7 +27,7 @@ pub fn apply(step: &Step, combination: &Combination, efa_version: &str, apt_upgr
     let pm = PackageManager::detect(&step.host, step.family()?, retry)?;
     disks::require(step)?;
     let mut record = Record::load(step)?;
-    apt::apply(&pm, apt_upgrade)?;
+    apt::apply(&step.host, &pm, apt_upgrade)?;
     efa::install(step, &mut record, &pm, efa_version)?;
     ofi::require(step)?;
     ofi::apply(step, &mut record)?;

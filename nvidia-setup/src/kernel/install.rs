@@ -9,9 +9,8 @@
 //! half-done by an earlier run is finished (`dpkg --configure -a`) before any
 //! install, or reported, never installed over.
 
-use skyhook_core::host::command::Cmd;
 use skyhook_core::os::distro::Family;
-use skyhook_core::os::dpkg::{ADMINDIR, Unfinished};
+use skyhook_core::os::dpkg;
 use skyhook_core::os::pkgmgr::{PackageManager, Retry};
 use skyhook_core::{Error, Interrupt, Outcome, Result, Step};
 
@@ -44,7 +43,7 @@ pub fn install(step: &Step, target: &Target, pin_kernel: bool) -> Result<Outcome
     }
     let pm = PackageManager::detect(host, family, Retry::from_env()?)?;
     boot::require_tools(host)?;
-    finish_dpkg(step)?;
+    dpkg::finish_unfinished(host)?;
     let packages = target.packages();
     pm.install(&packages.each_ref().map(String::as_str))?;
     boot::make_default(step, &mut record, &target.release)?;
@@ -66,35 +65,4 @@ fn reconcile_pin(step: &Step, record: &mut Record, target: &Target, wanted: bool
     } else {
         pin::release(step, record)
     }
-}
-
-/// Finishes what an interrupted dpkg run left (`dpkg --configure -a`), or fails
-/// naming it: an install over a half-configured package fails half way.
-fn finish_dpkg(step: &Step) -> Result<()> {
-    let unfinished = Unfinished::read(&step.host, ADMINDIR)?;
-    if unfinished.is_empty() {
-        return Ok(());
-    }
-    log::warn!("dpkg did not finish an earlier run ({unfinished}); running dpkg --configure -a first");
-    let out = step.host.run(
-        &Cmd::new("dpkg")
-            .arg("--configure")
-            .arg("-a")
-            .env("DEBIAN_FRONTEND", "noninteractive")
-            .echo(),
-    )?;
-    let left = Unfinished::read(&step.host, ADMINDIR)?;
-    if out.success() && left.is_empty() {
-        return Ok(());
-    }
-    Err(Error::action(format!(
-        "dpkg is left unfinished by an earlier run and `dpkg --configure -a` did not finish it ({}; {}): repair \
-         dpkg on the node (see `dpkg --audit`), then run the package again; no kernel was installed",
-        out.status_text(),
-        if left.is_empty() {
-            unfinished.to_string()
-        } else {
-            left.to_string()
-        }
-    )))
 }

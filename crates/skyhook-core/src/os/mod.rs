@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The operating system: which distribution family the host is, its processor
-//! architecture, its package manager, and what dpkg left unfinished.
+//! architecture, its package manager, and what dpkg left unfinished (finished before an install).
 
 pub mod arch;
 pub mod distro;
