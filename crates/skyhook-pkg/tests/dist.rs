@@ -11,10 +11,11 @@ use std::os::unix::ffi::OsStrExt;
 use std::path::Path;
 use std::process::{Command, Stdio};
 
-const PACKAGES: [&str; 8] = [
+const PACKAGES: [&str; 9] = [
     "bind-mount",
     "copy-fail",
     "kdump",
+    "nvidia-setup",
     "nvidia-tuned",
     "nvidia-tuning-gke",
     "shellscript",

@@ -32,7 +32,7 @@ fn bad_input_is_exit_2_with_an_error_naming_it_and_what_to_do() {
             &["tag", "tunning/2.1.0"],
             &[
                 "\"tunning\" is not a package",
-                "bind-mount, copy-fail, kdump, nvidia-tuned, nvidia-tuning-gke, shellscript, tuned, tuning",
+                "bind-mount, copy-fail, kdump, nvidia-setup, nvidia-tuned, nvidia-tuning-gke, shellscript, tuned, tuning",
             ],
         ),
         (
