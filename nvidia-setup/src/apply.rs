@@ -15,7 +15,6 @@ use crate::{aks, eks, headers, ib_modules};
 pub fn apply(step: &Step) -> Result<Outcome> {
     let (plan, combination) = plan::plan(step)?;
     match plan {
-        Plan::Headers => headers::apply(step).map(|()| Outcome::done()),
         Plan::InstallKernel { target, pin } => install::install(step, &target, pin),
         Plan::Steps {
             kernel,

@@ -11,10 +11,9 @@
 //! next boot, as unloading a module an RDMA user holds is not safe.
 
 use skyhook_core::host::command::Cmd;
-use skyhook_core::records::original::SavedFile;
 use skyhook_core::{Error, Result, Step};
 
-use crate::record::Record;
+use crate::record::{Record, original_unless_upstreams};
 
 /// The modules-load.d file (upstream's path).
 pub const FILE: &str = "/etc/modules-load.d/ib-umad.conf";
@@ -46,17 +45,7 @@ pub fn apply(step: &Step) -> Result<()> {
     }
     let mut record = Record::load(step)?;
     if record.modules_load.is_none() {
-        let mut original = SavedFile::capture(host, FILE)?;
-        if original.text.as_deref() == Some(CONTENT) {
-            // The bash version's file: this package's own, gone at uninstall.
-            original = SavedFile {
-                existed: false,
-                mode: None,
-                text: None,
-                ..original
-            };
-        }
-        record.modules_load = Some(original);
+        record.modules_load = Some(original_unless_upstreams(host, FILE, CONTENT)?);
         record.save(step)?;
     }
     if host.write(FILE, CONTENT.as_bytes(), 0o644)? {

@@ -2,7 +2,7 @@
 //! The request and the node turned into what apply does: the combination (the
 //! accelerator named, or for `auto` the one the node shows, as nvidia-tuned
 //! chooses it), its kernel target with `NVIDIA_KERNEL` replacing the default, and
-//! which of apply's three shapes runs. Every refusal of the input is made here,
+//! which of apply's two shapes runs. Every refusal of the input is made here,
 //! before any change.
 
 use skyhook_core::platform::accelerator::{self, AUTO};
@@ -15,8 +15,6 @@ use crate::kernel::Target;
 /// What apply does on this node.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Plan {
-    /// bcm: the running kernel's headers link (before any kernel logic, as upstream).
-    Headers,
     /// `NVIDIA_SETUP_INSTALL_KERNEL=true` with a kernel: install it as the boot default.
     InstallKernel {
         /// The kernel.
@@ -60,7 +58,13 @@ pub fn plan(step: &Step) -> Result<(Plan, &'static Combination)> {
         .or(combination.kernel)
         .map(|k| Target::on(&step.host, k, request.switches.allow_newer));
     let plan = match (combination.steps, kernel) {
-        (Steps::Bcm, _) => Plan::Headers,
+        // bcm: the headers link, before any kernel logic (as upstream).
+        (Steps::Bcm, _) => Plan::Steps {
+            kernel: None,
+            steps: Steps::Bcm,
+            efa: String::new(),
+            apt_upgrade: false,
+        },
         (_, Some(target)) if request.switches.install_kernel => Plan::InstallKernel {
             target,
             pin: request.switches.pin_kernel,
@@ -83,7 +87,6 @@ pub fn plan(step: &Step) -> Result<(Plan, &'static Combination)> {
 /// One line saying what the plan does.
 fn describe(plan: &Plan) -> String {
     match plan {
-        Plan::Headers => "the running kernel's headers link".into(),
         Plan::InstallKernel { target, pin } => format!(
             "install kernel {}{} as the boot default",
             target.release,

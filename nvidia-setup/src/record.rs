@@ -8,7 +8,7 @@ use serde::{Deserialize, Serialize};
 use skyhook_core::boot::edited::Content;
 use skyhook_core::records::original::SavedFile;
 use skyhook_core::records::state::Record as StateRecord;
-use skyhook_core::{Result, Step};
+use skyhook_core::{Host, Result, Step};
 
 /// Everything the package changed on this node.
 #[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
@@ -112,6 +112,22 @@ impl StateRecord for Record {
             && self.modules_load.is_none()
             && self.header_links.is_empty()
     }
+}
+
+/// `path` as it is now, recorded before a write, except that a file holding exactly
+/// `upstream`, the bash version's content, counts as absent: it is this package's
+/// own, so uninstall removes it rather than putting it back.
+pub fn original_unless_upstreams(host: &Host, path: &str, upstream: &str) -> Result<SavedFile> {
+    let saved = SavedFile::capture(host, path)?;
+    Ok(match saved.text.as_deref() == Some(upstream) {
+        true => SavedFile {
+            existed: false,
+            mode: None,
+            text: None,
+            ..saved
+        },
+        false => saved,
+    })
 }
 
 impl Record {

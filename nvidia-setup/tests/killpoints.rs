@@ -10,6 +10,16 @@ mod common;
 use common::*;
 use skyhook_testkit::killpoint::KillPoints;
 
+/// apply killed at each kill point converges; then, after a whole apply, so does
+/// uninstall.
+fn apply_then_uninstall_converge(n: &Node) {
+    KillPoints::new(n, "apply").check("apply-check").assert_converges();
+    run(n, "apply", 0);
+    KillPoints::new(n, "uninstall")
+        .check("uninstall-check")
+        .assert_converges();
+}
+
 #[test]
 fn the_kernel_install_converges_after_a_kill() {
     let mut n = node();
@@ -33,32 +43,20 @@ fn bcms_link_and_its_removal_each_converges_after_a_kill() {
     n.configmap("service", "bcm");
     reboot_into(&n, TARGET);
     n.file(&format!("/usr/src/linux-headers-{TARGET}/.config"), "CONFIG_X=y\n");
-    KillPoints::new(&n, "apply").check("apply-check").assert_converges();
-    run(&n, "apply", 0);
-    KillPoints::new(&n, "uninstall")
-        .check("uninstall-check")
-        .assert_converges();
+    apply_then_uninstall_converge(&n);
 }
 
 #[test]
 fn aks_apply_and_uninstall_each_converges_after_a_kill() {
     let n = aks();
-    KillPoints::new(&n, "apply").check("apply-check").assert_converges();
-    run(&n, "apply", 0);
-    KillPoints::new(&n, "uninstall")
-        .check("uninstall-check")
-        .assert_converges();
+    apply_then_uninstall_converge(&n);
 }
 
 #[test]
 fn the_eks_steps_and_their_removal_each_converges_after_a_kill() {
     let n = eks();
     n.file("/etc/chrony/chrony.conf", CHRONY_CONF);
-    KillPoints::new(&n, "apply").check("apply-check").assert_converges();
-    run(&n, "apply", 0);
-    KillPoints::new(&n, "uninstall")
-        .check("uninstall-check")
-        .assert_converges();
+    apply_then_uninstall_converge(&n);
 }
 
 #[test]

@@ -8,10 +8,9 @@
 //! given back at uninstall, with `ldconfig` again.
 
 use skyhook_core::host::command::Cmd;
-use skyhook_core::records::original::SavedFile;
 use skyhook_core::{Error, Result, Step};
 
-use crate::record::Record;
+use crate::record::{Record, original_unless_upstreams};
 
 /// Where EFA installs the plugin.
 pub const PREFIX: &str = "/opt/amazon/ofi-nccl";
@@ -45,7 +44,7 @@ pub fn apply(step: &Step, record: &mut Record) -> Result<()> {
     if record.ofi.is_empty() {
         record.ofi = [PROFILE, LD_SO]
             .into_iter()
-            .map(|(path, _, upstream)| own_if_upstreams(SavedFile::capture(host, path)?, upstream))
+            .map(|(path, _, upstream)| original_unless_upstreams(host, path, upstream))
             .collect::<Result<_>>()?;
         record.save(step)?;
     }
@@ -62,19 +61,6 @@ pub fn apply(step: &Step, record: &mut Record) -> Result<()> {
         LD_SO.0
     );
     Ok(())
-}
-
-/// A captured original holding exactly upstream's content, taken as absent.
-fn own_if_upstreams(saved: SavedFile, upstream: &str) -> Result<SavedFile> {
-    Ok(match saved.text.as_deref() == Some(upstream) {
-        true => SavedFile {
-            existed: false,
-            mode: None,
-            text: None,
-            ..saved
-        },
-        false => saved,
-    })
 }
 
 /// The problems of the OFI files.
