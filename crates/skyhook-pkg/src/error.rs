@@ -354,6 +354,21 @@ pub enum TestError {
         /// The parser's answer.
         why: String,
     },
+    /// `cargo metadata`, which lists the test targets to build, failed.
+    #[error("cargo metadata --no-deps failed ({status}): its message above says why")]
+    Metadata {
+        /// How it ended.
+        status: ExitStatus,
+    },
+    /// `--skip-target NAME` where no chosen package has a test target NAME.
+    #[error(
+        "--skip-target {name:?}: no chosen package has an integration test target of that name \
+         (tests/{name}.rs); check the spelling"
+    )]
+    UnknownTarget {
+        /// The name given.
+        name: String,
+    },
     /// A test binary would not list its tests.
     #[error(
         "{} --list failed: {why} (a binary of another architecture runs only under \

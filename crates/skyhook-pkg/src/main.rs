@@ -158,7 +158,7 @@ enum Command {
         #[arg(long)]
         target_dir: Option<PathBuf>,
         /// Leave out every package's integration test target NAME (`tests/NAME.rs`):
-        /// built, not run (repeatable).
+        /// neither built nor run (repeatable).
         #[arg(long = "skip-target", value_name = "NAME")]
         skip_targets: Vec<String>,
         /// After `--`, the test harness's arguments (filters, --skip, --ignored, --nocapture).
@@ -228,17 +228,23 @@ fn main() -> ExitCode {
             skip_targets,
             harness,
         } => {
-            let cargo: Vec<String> = packages
-                .iter()
-                .flat_map(|p| ["-p".to_string(), p.clone()])
-                .chain(locked.then(|| "--locked".to_string()))
+            let cargo: Vec<String> = locked
+                .then(|| "--locked".to_string())
+                .into_iter()
                 .chain(
                     target_dir
                         .iter()
                         .flat_map(|d| ["--target-dir".to_string(), d.display().to_string()]),
                 )
                 .collect();
-            test_target::run(&target, jobs.map(usize::from), &cargo, &skip_targets, &harness)
+            test_target::run(
+                &target,
+                jobs.map(usize::from),
+                &packages,
+                &cargo,
+                &skip_targets,
+                &harness,
+            )
         }
         Command::DistSelf { target, out } => dist_self::run(target.as_deref(), &out),
         Command::Figures { from, write } => figures::run(&from, write.as_deref()),

@@ -289,7 +289,7 @@ fn test_names(source: &str) -> Vec<String> {
 fn the_aarch64_step_leaves_out_exactly_the_kill_point_campaigns() {
     let text = read(".ci/run");
     let step = ci_step(&text, "aarch64");
-    assert!(step.contains("--skip converges_after_a_kill \\"), "{step}");
+    assert!(step.contains("--skip-target killpoints"), "{step}");
     assert!(!step.contains("KILL_POINTS_AT_MOST"), "{step}");
     // Every campaign carries the name the step skips, and nothing else in the
     // workspace's tests does.
@@ -350,20 +350,45 @@ fn the_vm_guests_are_readied_in_the_background_by_the_tests_that_exist() {
 }
 
 #[test]
-fn the_aarch64_step_leaves_out_the_hostile_corpora_of_every_package() {
+fn the_aarch64_step_leaves_out_the_hostile_corpora_and_metadata_checks_of_every_package() {
     let text = read(".ci/run");
     let step = ci_step(&text, "aarch64");
     assert!(step.contains("--skip-target hostile"), "{step}");
-    // The target it names is where every package keeps its corpus.
-    let mut corpora = 0;
+    assert!(step.contains("--skip-target metadata"), "{step}");
+    // The targets it names are where every package keeps its corpus and its
+    // config.json check.
+    let mut packages = 0;
     for entry in fs::read_dir(root()).unwrap().flatten() {
         if entry.path().join("config.json").is_file() {
-            let corpus = entry.path().join("tests/hostile.rs");
-            assert!(corpus.is_file(), "{}: no hostile corpus", corpus.display());
-            corpora += 1;
+            for target in ["hostile", "metadata"] {
+                let file = entry.path().join(format!("tests/{target}.rs"));
+                assert!(file.is_file(), "{}: missing", file.display());
+            }
+            packages += 1;
         }
     }
-    assert!(corpora >= 8, "{corpora} packages with a corpus");
+    assert!(packages >= 8, "{packages} packages");
+}
+
+#[test]
+fn no_package_keeps_a_test_in_its_binary() {
+    // `skyhook-pkg test --skip-target` builds each package's library and integration
+    // tests, not its binary's own test harness: a test in src/main.rs would never run
+    // in the aarch64 step.
+    let mut binaries = 0;
+    for entry in fs::read_dir(root()).unwrap().flatten() {
+        let main = entry.path().join("src/main.rs");
+        if entry.path().join("config.json").is_file() {
+            let source = fs::read_to_string(&main).unwrap();
+            assert!(
+                !source.contains("#[test]") && !source.contains("cfg(test)"),
+                "{}: its tests belong in the library",
+                main.display()
+            );
+            binaries += 1;
+        }
+    }
+    assert!(binaries >= 8, "{binaries} package binaries");
 }
 
 #[test]

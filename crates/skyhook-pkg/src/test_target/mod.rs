@@ -21,6 +21,7 @@
 
 mod harness;
 mod pool;
+mod targets;
 
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
@@ -52,31 +53,29 @@ const TEST_LIMIT: Duration = Duration::from_secs(15 * 60);
 /// that long: it waits for a command that works, or for a sleep it ends itself.
 const IDLE_LIMIT: Duration = Duration::from_secs(2 * 60);
 
-/// Builds the tests for `target` with `cargo_args` and runs those the harness
-/// arguments (given after `--`) choose, `jobs` at a time (default: one per core),
-/// but none of the integration test targets named in `skip_targets`; true when every
-/// test passed.
+/// Builds the tests of `packages` (none: cargo's default members) for `target` with
+/// `cargo_args`, none of the integration test targets named in `skip_targets`
+/// ([`targets`]), and runs those the harness arguments (given after `--`) choose,
+/// `jobs` at a time (default: one per core); true when every test passed.
 pub fn run(
     target: &str,
     jobs: Option<usize>,
+    packages: &[String],
     cargo_args: &[String],
     skip_targets: &[String],
     harness_args: &[String],
 ) -> Result<bool, ToolError> {
     let harness = Harness::parse(harness_args)?;
     let emulated = platform::triple_arch(&dist::host_triple()?) != platform::triple_arch(target);
-    let Some(mut binaries) = build(target, emulated, cargo_args)? else {
+    let mut chosen: Vec<String> = packages.iter().flat_map(|p| ["-p".to_string(), p.clone()]).collect();
+    chosen.extend(targets::chosen(&metadata()?, packages, skip_targets)?);
+    if !skip_targets.is_empty() {
+        outln!("not built: the test targets {}", skip_targets.join(", "));
+    }
+    chosen.extend_from_slice(cargo_args);
+    let Some(binaries) = build(target, emulated, &chosen)? else {
         return Ok(false);
     };
-    let built = binaries.len();
-    binaries.retain(|b| !skip_targets.iter().any(|name| b.is_test_target(name)));
-    if !skip_targets.is_empty() {
-        outln!(
-            "left out: {} binaries of the test targets {}",
-            built - binaries.len(),
-            skip_targets.join(", ")
-        );
-    }
     let mut tests = Vec::new();
     for binary in &binaries {
         for name in list(binary, &harness.selection)? {
@@ -135,6 +134,21 @@ fn build(target: &str, emulated: bool, cargo_args: &[String]) -> Result<Option<V
     let mut binaries = test_binaries(&String::from_utf8_lossy(&out.stdout))?;
     binaries.sort_by(|a, b| a.label.cmp(&b.label));
     Ok(Some(binaries))
+}
+
+/// `cargo metadata --no-deps` of the workspace (the cargo that runs this tool).
+fn metadata() -> Result<String, ToolError> {
+    let cargo = std::env::var_os("CARGO").unwrap_or_else(|| "cargo".into());
+    let out = std::process::Command::new(&cargo)
+        .args(["metadata", "--no-deps", "--format-version", "1", "--offline"])
+        .current_dir(workspace::root())
+        .stderr(Stdio::inherit())
+        .output()
+        .map_err(|e| ToolError::spawn(format!("{} metadata", cargo.to_string_lossy()), e))?;
+    if !out.status.success() {
+        return Err(TestError::Metadata { status: out.status }.into());
+    }
+    Ok(String::from_utf8_lossy(&out.stdout).into_owned())
 }
 
 /// The test executables among cargo's JSON messages.
@@ -232,19 +246,5 @@ mod tests {
         );
         let e = test_binaries("not json\n").unwrap_err().to_string();
         assert!(e.contains("not json"), "{e}");
-    }
-
-    #[test]
-    fn a_skipped_target_is_the_integration_test_of_that_name_in_any_package() {
-        let binary = |label: &str| Binary {
-            executable: PathBuf::from("/t/x"),
-            dir: PathBuf::from("/w"),
-            label: label.into(),
-        };
-        assert!(binary("tuning tests/hostile").is_test_target("hostile"));
-        assert!(binary("nvidia-tuning-gke tests/hostile").is_test_target("hostile"));
-        assert!(!binary("tuning tests/hostile_extra").is_test_target("hostile"));
-        assert!(!binary("hostile lib").is_test_target("hostile"), "a package named so");
-        assert!(!binary("tuning tests/killpoints").is_test_target("hostile"));
     }
 }

@@ -53,14 +53,6 @@ impl Binary {
         cmd.current_dir(&self.dir).env("CARGO_MANIFEST_DIR", &self.dir);
         cmd
     }
-
-    /// Whether this is the integration test target `name` (`tests/<name>.rs`) of
-    /// its package.
-    pub fn is_test_target(&self, name: &str) -> bool {
-        self.label
-            .split_once(' ')
-            .is_some_and(|(_, target)| target.strip_prefix("tests/") == Some(name))
-    }
 }
 
 /// One test of one binary.
