@@ -12,7 +12,7 @@
 //! chroot answers without restarting anything); EFA is the local repository's
 //! stand-in `efa` package and a `dkms` script answering for its module.
 //!
-//! Its arm64 run is `#[ignore]`d for CI's time (run it with `--ignored`).
+//! Its arm64 run is `#[ignore]`d for CI's time (`.ci/run chroot_arm64` runs it).
 //!
 //! What it proves with the real tools: the menu path read from the grub.cfg that
 //! Debian's own `update-grub` generated is one GRUB's `grub-set-default` saves
@@ -42,11 +42,10 @@ fn nvidia_setup_installs_the_kernel_entry_with_the_real_apt_and_grub() {
 }
 
 /// The arm64 run (GRUB EFI, the `-64k` flavour) costs minutes of emulated CPU that
-/// the cold CI run cannot spare: run it with `--ignored`. Natively, the package
-/// tests run the arm64 choice of flavour and the aarch64 step runs them as arm64
-/// binaries.
+/// the cold CI run cannot spare. Natively, the package tests run the arm64 choice of
+/// flavour and the aarch64 step runs them as arm64 binaries.
 #[test]
-#[ignore = "minutes under emulation; the -64k choice is the package tests', natively and in the aarch64 step; cargo test -p skyhook-pkg --test chroot -- --ignored"]
+#[ignore = "arm64 in the default run: tuning's and kdump's scenarios; .ci/run chroot_arm64 runs every arm64 scenario"]
 fn nvidia_setup_installs_the_kernel_entry_with_the_real_apt_and_grub_arm64() {
     kernel_entry_on(Arch::Arm64, "NVIDIA-GB200", &format!("{KERNEL}-64k"));
 }

@@ -16,6 +16,7 @@ fn nvidia_tuned_h100_then_gb200_from_its_label() {
 }
 
 #[test]
+#[ignore = "arm64 in the default run: tuning's and kdump's scenarios; .ci/run chroot_arm64 runs every arm64 scenario"]
 fn nvidia_tuned_h100_then_gb200_from_its_label_arm64() {
     nvidia_tuned_h100_then_gb200_from_its_label_on(Arch::Arm64);
 }

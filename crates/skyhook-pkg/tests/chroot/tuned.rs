@@ -15,10 +15,9 @@ fn tuned_custom_profile_with_a_builtin_include_and_a_script() {
 }
 
 /// Left out of the default run (CI's time, a minute and a half of emulated apt and
-/// tuned): nvidia-tuned's arm64 scenario installs the same tuned there and activates
-/// profiles through the same engine. `--ignored` runs it.
+/// tuned; `main.rs` says why the default run keeps the arm64 scenarios it keeps).
 #[test]
-#[ignore = "covered on arm64 by nvidia_tuned's arm64 scenario; cargo test -p skyhook-pkg --test chroot -- --ignored"]
+#[ignore = "arm64 in the default run: tuning's and kdump's scenarios; .ci/run chroot_arm64 runs every arm64 scenario"]
 fn tuned_custom_profile_with_a_builtin_include_and_a_script_arm64() {
     tuned_custom_profile_with_a_builtin_include_and_a_script_on(Arch::Arm64);
 }
