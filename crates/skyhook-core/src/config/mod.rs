@@ -1,12 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
-//! config.json, schema v1: the model, and its validation in the order the tool
-//! applies it: the JSON schema (feature `schema`, for the tool and tests only),
-//! then the agent's load rules, then the step files on disk, then the version
-//! against the crate's. Every problem is reported at once, each with its exact place
+//! config.json, schema v1: the model, and the checks the tool applies after the JSON
+//! schema (which the developer tool holds: `skyhook-pkg`'s `review::schema`): the
+//! agent's load rules, then the step files on disk, then the version against the
+//! crate's. Every problem is reported at once, each with its exact place
 //! (`modes.config[0].returncodes`).
 
-#[cfg(feature = "schema")]
-pub mod schema;
+#[cfg(any(test, feature = "fixtures"))]
+pub mod fixtures;
 
 use std::collections::BTreeMap;
 use std::fmt;
@@ -99,7 +99,8 @@ impl Report {
         self.errors.is_empty()
     }
 
-    fn error(&mut self, location: impl Into<String>, message: impl Into<String>) {
+    /// Adds an error found at `location` (a dotted place, `modes.config[0].name`).
+    pub fn error(&mut self, location: impl Into<String>, message: impl Into<String>) {
         self.errors.push(Finding {
             location: location.into(),
             message: message.into(),
@@ -278,18 +279,8 @@ pub fn cargo_package_version(cargo_toml: &str) -> Option<String> {
 
 #[cfg(test)]
 mod tests {
+    use super::fixtures::GOOD;
     use super::*;
-
-    pub(crate) const GOOD: &str = r#"{
-        "schema_version": "v1", "package_name": "demo", "package_version": "1.0.0",
-        "expected_config_files": [],
-        "modes": {
-            "config": [{"name": "config", "path": "demo", "arguments": ["config"], "returncodes": [0],
-                        "on_host": true, "idempotence": true, "upgrade_step": false, "env": {}}],
-            "config-check": [{"name": "config-check", "path": "demo_check", "arguments": ["config-check"], "returncodes": [0],
-                        "on_host": true, "idempotence": true, "upgrade_step": false}]
-        }
-    }"#;
 
     fn rules(text: &str) -> Report {
         let cfg = parse(text).unwrap();

@@ -4,4 +4,5 @@
 pub mod lint;
 pub mod packages;
 pub mod profiles;
+pub mod schema;
 pub mod validate;

@@ -7,7 +7,7 @@
 use std::fs;
 use std::path::{Path, PathBuf};
 
-use skyhook_core::config::{self, Report};
+use skyhook_core::config::Report;
 
 use crate::console;
 use crate::error::{ToolError, ValidateError};
@@ -74,7 +74,7 @@ pub fn target(path: &Path, workspace_root: &Path) -> Result<Target, ValidateErro
 /// Validates one target.
 pub fn check(t: &Target) -> Result<Report, ToolError> {
     let text = fs::read_to_string(&t.config).map_err(|e| ToolError::io("read config.json", &t.config, e))?;
-    Ok(config::schema::validate(
+    Ok(super::schema::validate(
         &text,
         Some(&t.skyhook_dir),
         t.crate_version.as_deref(),

@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The v1 JSON schemas (`schemas/v1/`), embedded, and validation of a config.json
-//! against them, each violation located as `modes.config[0].returncodes`.
-//! Behind the `schema` feature: the developer tool and tests use it, node binaries do not.
+//! against them, each violation located as `modes.config[0].returncodes`, followed
+//! by skyhook-core's checks of the model (load rules, step files, version). Only the
+//! developer tool validates against the schema, so only it depends on jsonschema.
 
 use std::path::Path;
 
 use jsonschema::{Registry, Resource};
 use serde_json::Value;
 
-use super::{Report, check_rules, check_step_files, check_version, parse};
+use skyhook_core::config::{Report, check_rules, check_step_files, check_version, parse};
 
 /// The package schema (draft 2020-12).
 pub const PACKAGE_SCHEMA: &str = include_str!("../../../../schemas/v1/skyhook-package.schema.json");
@@ -81,7 +82,7 @@ pub fn validate(text: &str, skyhook_dir: Option<&Path>, crate_version: Option<&s
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::config::tests::GOOD;
+    use skyhook_core::config::fixtures::GOOD;
 
     fn errors(text: &str) -> Vec<String> {
         validate(text, None, None)
@@ -109,11 +110,29 @@ mod tests {
     #[test]
     fn each_violation_has_its_own_message_and_place() {
         let cases = [
-            (GOOD.replace("\"package_name\": \"demo\",", ""), "(top level): \"package_name\" is a required property"),
-            (GOOD.replace("\"1.0.0\"", "\"v1.0\""), "package_version: \"v1.0\" does not match"),
-            (GOOD.replace("\"name\": \"config\"", "\"name\": \"con fig\""), "modes.config[0].name: \"con fig\" does not match"),
-            (GOOD.replace("\"returncodes\": [0],\n                        \"on_host\": true, \"idempotence\": true, \"upgrade_step\": false, \"env\"", "\"returncodes\": [],\n                        \"on_host\": true, \"idempotence\": true, \"upgrade_step\": false, \"env\""), "modes.config[0].returncodes: [] has less than 1 item"),
-            (GOOD.replace("\"config-check\": [{", "\"confg-check\": [{"), "modes: \"confg-check\" is not one of"),
+            (
+                GOOD.replace("\"package_name\": \"demo\",", ""),
+                "(top level): \"package_name\" is a required property",
+            ),
+            (
+                GOOD.replace("\"1.0.0\"", "\"v1.0\""),
+                "package_version: \"v1.0\" does not match",
+            ),
+            (
+                GOOD.replace("\"name\": \"config\"", "\"name\": \"con fig\""),
+                "modes.config[0].name: \"con fig\" does not match",
+            ),
+            (
+                GOOD.replace(
+                    "[\"config\"], \"returncodes\": [0]",
+                    "[\"config\"], \"returncodes\": []",
+                ),
+                "modes.config[0].returncodes: [] has less than 1 item",
+            ),
+            (
+                GOOD.replace("\"config-check\": [{", "\"confg-check\": [{"),
+                "modes: \"confg-check\" is not one of",
+            ),
         ];
         for (text, expected) in cases {
             let e = errors(&text);
@@ -130,5 +149,16 @@ mod tests {
             .replace("\"package_name\": \"demo\",", "")
             .replace("\"1.0.0\"", "\"01.0.0\"");
         assert_eq!(errors(&bad).len(), 2, "{:?}", errors(&bad));
+    }
+
+    #[test]
+    fn every_package_of_the_workspace_passes_the_schema() {
+        let root = crate::workspace::root();
+        let packages = crate::workspace::packages(&root);
+        assert!(packages.len() >= 8, "{packages:?}");
+        for package in packages {
+            let text = std::fs::read_to_string(root.join(&package).join("config.json")).unwrap();
+            assert_eq!(errors(&text), Vec::<String>::new(), "{package}/config.json");
+        }
     }
 }
