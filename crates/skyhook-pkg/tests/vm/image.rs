@@ -18,8 +18,8 @@
 //!    kernel comes from there ([`Guest::backports_kernel`]: the 16k-page arm64 one,
 //!    with `-backports` kept in the guest's apt sources), fstab by UUID, DHCP through systemd-networkd on `eth0`
 //!    (qemu's user network, DNS at 10.0.2.3; `net.ifnames=0`, see [`kernel_args`]),
-//!    serial console, GRUB without a menu delay, apt timers
-//!    masked, dpkg without fsync, and the runner unit (`guest/`);
+//!    serial console, GRUB without a menu delay, no fsck at boot, apt timers and
+//!    unused boot services masked, dpkg without fsync, and the runner unit (`guest/`);
 //! 3. the initrd with the guest's own drivers ([`BUILD_INITRAMFS`]; x86_64 then hands
 //!    later builds in the guest Debian's `MODULES=dep`: [`build_initrd`]);
 //! 4. GRUB, in the root, by GRUB's own tools ([`install_grub`]): its modules under
@@ -65,7 +65,7 @@ const INCLUDE: &[&str] = &[
     "procps",
     "kmod",
     "iproute2",
-    // fsck.vfat: arm64's fstab has the EFI system partition checked at boot
+    // fsck.vfat and friends for arm64's EFI system partition, as on a real node
     "dosfstools",
 ];
 /// Packages whose dependencies (with their recommendations) are installed in the
@@ -492,10 +492,12 @@ fn set_up(guest: Guest, rootfs: &Path) -> Result<(), String> {
         "127.0.0.1 localhost\n127.0.1.1 skyhook-vm\n",
         0o644,
     )?;
-    let mut fstab = format!("UUID={ROOT_UUID} / ext4 errors=remount-ro 0 1\n");
+    // No fsck at boot (pass 0): every disk is made fresh from the image, and the
+    // check cost each boot seconds of emulated CPU.
+    let mut fstab = format!("UUID={ROOT_UUID} / ext4 errors=remount-ro 0 0\n");
     if arch.esp_bytes().is_some() {
         let (high, low) = ESP_VOLUME_ID.split_at(4);
-        fstab += &format!("UUID={high}-{low} /boot/efi vfat umask=0077 0 2\n");
+        fstab += &format!("UUID={high}-{low} /boot/efi vfat umask=0077 0 0\n");
         fs::create_dir_all(rootfs.join("boot/efi")).map_err(|e| format!("{}/boot/efi: {e}", rootfs.display()))?;
     }
     write(rootfs, "/etc/fstab", &fstab, 0o644)?;
@@ -531,8 +533,18 @@ fn set_up(guest: Guest, rootfs: &Path) -> Result<(), String> {
         "systemd-networkd.service",
         "skyhook-vm-runner.service",
     ])?;
-    // Unattended apt runs would hold the lock the packages under test need.
-    chroot(&["systemctl", "mask", "apt-daily.timer", "apt-daily-upgrade.timer"])?;
+    // Unattended apt runs would hold the lock the packages under test need. Two boot
+    // services no scenario uses cost each boot seconds of emulated CPU: e2scrub_reap
+    // (LVM snapshots: the guest has none) and kexec-load (loads a kernel for kexec
+    // reboots, which no scenario makes; kdump's crash kernel is kdump-tools' own).
+    chroot(&[
+        "systemctl",
+        "mask",
+        "apt-daily.timer",
+        "apt-daily-upgrade.timer",
+        "e2scrub_reap.service",
+        "kexec-load.service",
+    ])?;
     chroot(&["apt-get", "clean"])?;
     Ok(())
 }

@@ -228,15 +228,11 @@ fn measured(arch: Arch, up: Duration) {
     first[index(arch)].get_or_insert(up);
 }
 
-/// `skyhook-pkg dist` and `skyhook-pkg dist-self` for the guest, into
-/// `<cache>/payload/<arch>`.
+/// `skyhook-pkg dist` for the guest, into `<cache>/payload/<arch>`, and the guest's
+/// `skyhook-pkg` ([`agent`]).
 ///
 /// The dist trees are the release build `.ci/run`'s `dist --target all` made (cargo
-/// finds it fresh: no unit is rebuilt). The guest's `skyhook-pkg` is a test agent,
-/// not a shipped binary: it shares no unit with dist's build anyway (another crate
-/// graph — clap, jsonschema, serde_yaml_ng — and another package set, so every
-/// dependency, the host's proc-macros included, resolves with other features and is
-/// built again), so it is built for build time, not speed ([`AGENT_PROFILE`]).
+/// finds it fresh: no unit is rebuilt).
 fn build_payload(cache: &Path, arch: Arch) -> Result<PathBuf, String> {
     let started = Instant::now();
     let payloads = cache.join("payload");
@@ -245,22 +241,56 @@ fn build_payload(cache: &Path, arch: Arch) -> Result<PathBuf, String> {
     cache::remove(&payload)?;
     let workspace = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
     let tool = env!("CARGO_BIN_EXE_skyhook-pkg");
-    for (subcommand, out) in [("dist", "dist"), ("dist-self", "bin/skyhook-pkg")] {
-        let mut cmd = Command::new(tool);
-        cmd.args([subcommand, "--target", arch.rust_target(), "--out"])
-            .arg(payload.join(out))
-            .current_dir(&workspace);
-        if subcommand == "dist-self" {
-            cmd.envs(AGENT_PROFILE);
-        }
-        cache::run(&mut cmd)?;
-    }
+    cache::run(
+        Command::new(tool)
+            .args(["dist", "--target", arch.rust_target(), "--out"])
+            .arg(payload.join("dist"))
+            .current_dir(&workspace),
+    )?;
+    let how = agent(arch, &payload.join("bin/skyhook-pkg"), &workspace)?;
     eprintln!(
-        "vm: {} dist trees and static skyhook-pkg built in {:.0?}",
+        "vm: {} dist trees and skyhook-pkg ({how}) ready in {:.0?}",
         arch.name(),
         started.elapsed()
     );
     Ok(payload)
+}
+
+/// The guest's `skyhook-pkg`, a test agent, not a shipped binary, put at `out`; says
+/// which one. On a guest of this machine's architecture and Debian release (CI's
+/// case), the test's own build of it (`CARGO_BIN_EXE_skyhook-pkg`): it needs only the
+/// C library and libgcc_s, which the guest's release has in the same versions. Else
+/// `skyhook-pkg dist-self` for the guest's target: it shares no unit with dist's build
+/// (another crate graph — clap, jsonschema, serde_yaml_ng — and another package set,
+/// so every dependency, the host's proc-macros included, resolves with other features
+/// and is built again), so it is built for build time, not speed ([`AGENT_PROFILE`]).
+fn agent(arch: Arch, out: &Path, workspace: &Path) -> Result<&'static str, String> {
+    let tool = env!("CARGO_BIN_EXE_skyhook-pkg");
+    if arch.is_native() && host_runs_the_guest_release() {
+        fs::create_dir_all(out.parent().expect("bin/")).map_err(|e| format!("{}: {e}", out.display()))?;
+        fs::copy(tool, out).map_err(|e| format!("copy {tool} to {}: {e}", out.display()))?;
+        return Ok("this test's build, for the guest's Debian release");
+    }
+    cache::run(
+        Command::new(tool)
+            .args(["dist-self", "--target", arch.rust_target(), "--out"])
+            .arg(out)
+            .current_dir(workspace)
+            .envs(AGENT_PROFILE),
+    )?;
+    Ok("built static")
+}
+
+/// Whether this machine runs the Debian release the guests run (`/etc/os-release`).
+fn host_runs_the_guest_release() -> bool {
+    let release = fs::read_to_string("/etc/os-release").unwrap_or_default();
+    let field = |name: &str| {
+        release
+            .lines()
+            .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
+            .map(|v| v.trim_matches('"').to_string())
+    };
+    field("ID").as_deref() == Some("debian") && field("VERSION_CODENAME").as_deref() == Some(crate::debian::SUITE)
 }
 
 /// The release profile of the guest's `skyhook-pkg` ([`build_payload`]): no fat LTO,
