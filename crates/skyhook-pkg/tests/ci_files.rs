@@ -354,6 +354,7 @@ fn the_aarch64_step_leaves_out_the_hostile_corpora_and_metadata_checks_of_every_
     let step = ci_step(&text, "aarch64");
     assert!(step.contains("--skip-target hostile"), "{step}");
     assert!(step.contains("--skip-target metadata"), "{step}");
+    assert!(step.contains("--skip-target faults"), "{step}");
     // The targets it names are where every package keeps its corpus and its
     // config.json check.
     let mut packages = 0;
