@@ -34,6 +34,7 @@ pub fn preset() -> Preset {
             path: PathBuf::from(FILE),
             text: content(),
         }),
+        ..Preset::default()
     }
 }
 

@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 //! aks-h100's steps (upstream's `configure_ib_rdma`, UPSTREAM.md §6.11): the
 //! InfiniBand user-space modules loaded now and at every boot ([`crate::ib_modules`]),
-//! and unlimited locked memory for login sessions and for containerd and kubelet,
-//! on the tuning engine in process: its `ulimit.conf` and `service_<unit>.conf`
-//! keys, so writing, recording, the checks (a running service's own
-//! `/proc/<pid>/limits` after the interrupt) and uninstall are tuning's.
+//! and unlimited locked memory for login sessions (root's too, as upstream) and for
+//! containerd and kubelet, on the tuning engine in process: its `ulimit.conf` and
+//! `service_<unit>.conf` keys, so writing, recording, the checks (a running service's
+//! own `/proc/<pid>/limits` after the interrupt) and uninstall are tuning's.
 //!
 //! The engine keeps its records under its own kind ([`ENGINE_KIND`]), apart from
 //! this package's. Upstream's files (`99-ib-memlock.conf` and the two
@@ -41,12 +41,21 @@ pub fn input() -> ConfigMaps {
     ])
 }
 
-/// Runs the engine's `mode` (config for apply, config-check for apply-check) with
-/// the input, on a step of [`ENGINE_KIND`].
+/// The engine's preset: `ulimit.conf`'s limits for root too, which the `*` domain
+/// does not cover (limits.conf(5)), as upstream's `99-ib-memlock.conf` gave them.
+fn preset() -> tuning::Preset {
+    tuning::Preset {
+        ulimit_root: true,
+        ..tuning::Preset::default()
+    }
+}
+
+/// Runs the engine's `mode` (config for apply, config-check for apply-check,
+/// uninstall and its check) with the input and [`preset`], on a step of [`ENGINE_KIND`].
 pub fn engine(step: &Step, mode: Mode) -> Result<Outcome> {
     let mut engine_step = step.derived(ENGINE_KIND, input());
     engine_step.ctx.mode = mode;
-    tuning::run_with_input(&engine_step, ENGINE_KIND, input())
+    tuning::run_preset(&engine_step, ENGINE_KIND, input(), &preset())
 }
 
 /// Removes upstream's files that hold exactly upstream's content.

@@ -19,7 +19,14 @@ fn aks_loads_the_modules_and_unlocks_memory_then_the_restart_is_checked() {
     run(&n, "apply", 0).expect_output("interrupt needed: {type: service, services: [containerd, kubelet]}");
     assert!(kmod::is_loaded(&n, "ib_umad") && kmod::is_loaded(&n, "rdma_ucm"));
     assert_eq!(n.read(MODULES_LOAD).as_deref(), Some("ib_umad\nrdma_ucm\n"));
-    assert!(n.read(LIMITS).unwrap().contains("*\thard\tmemlock\tunlimited"));
+    let limits = n.read(LIMITS).unwrap();
+    // root too (limits.conf(5): `*` does not cover root), as upstream's file did.
+    for domain in ["*", "root"] {
+        for kind in ["soft", "hard"] {
+            let line = format!("{domain}\t{kind}\tmemlock\tunlimited\n");
+            assert!(limits.contains(&line), "{line:?} missing:\n{limits}");
+        }
+    }
     for d in DROP_INS {
         assert!(n.read(d).unwrap().contains("LimitMEMLOCK=infinity"), "{d}");
     }

@@ -106,6 +106,10 @@ pub struct Preset {
     /// The modprobe.d file `modprobe.conf` goes to, in place of the entry's
     /// `zz-skyhook-<name>-tuning.conf` (see [`PresetFile`]).
     pub modprobe: Option<PresetFile>,
+    /// `ulimit.conf`'s limits for root too, on lines of the `root` domain after the
+    /// `*` ones (limits.conf(5): `*` does not include root): nvidia-setup's unlimited
+    /// locked memory, which upstream gave root as well.
+    pub ulimit_root: bool,
 }
 
 /// [`run_with_input`] with the files `preset` names: the entry point of a preset
@@ -123,6 +127,7 @@ pub fn run_preset(step: &Step, kind: &'static str, input: ConfigMaps, preset: &P
     let step = step.derived(kind, input);
     let paths = Paths {
         modprobe_preset: preset.modprobe.clone(),
+        ulimit_root: preset.ulimit_root,
         ..Paths::for_step(&step)
     };
     handler(&step, &paths)

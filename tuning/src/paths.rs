@@ -84,6 +84,9 @@ pub struct Paths {
     /// A preset's own modprobe.d file in place of [`Paths::modprobe`]'s usual name
     /// (`copy-fail`'s `/etc/modprobe.d/disable-algif.conf`).
     pub modprobe_preset: Option<PresetFile>,
+    /// Whether the limits.d file also gives its limits to root, which the `*` domain
+    /// does not cover (limits.conf(5)): a preset's choice ([`crate::Preset::ulimit_root`]).
+    pub ulimit_root: bool,
 }
 
 impl Paths {
@@ -112,6 +115,7 @@ impl Paths {
             legacy_names,
             owner: OWNER.to_string(),
             modprobe_preset: None,
+            ulimit_root: false,
         }
     }
 
@@ -130,6 +134,7 @@ impl Paths {
             legacy_names: vec![name.to_string()],
             owner: OWNER.to_string(),
             modprobe_preset: None,
+            ulimit_root: false,
         }
     }
 

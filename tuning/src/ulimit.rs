@@ -131,11 +131,17 @@ impl UlimitConf {
     }
 
     /// The limits.d file: the header, then a soft and a hard line per item for every
-    /// user (`*`, which limits.conf(5) does not apply to root).
+    /// user (`*`, which limits.conf(5) does not apply to root), and the same for root
+    /// when the paths say so ([`Paths::ulimit_root`]).
     pub fn render(&self, paths: &Paths) -> String {
         let mut out = paths.comment(KEY);
-        for (item, value) in &self.items {
-            out.push_str(&format!("*\tsoft\t{item}\t{value}\n*\thard\t{item}\t{value}\n"));
+        let domains: &[&str] = if paths.ulimit_root { &["*", "root"] } else { &["*"] };
+        for domain in domains {
+            for (item, value) in &self.items {
+                out.push_str(&format!(
+                    "{domain}\tsoft\t{item}\t{value}\n{domain}\thard\t{item}\t{value}\n"
+                ));
+            }
         }
         out
     }
@@ -155,6 +161,27 @@ mod tests {
                  *\tsoft\tnofile\t1048576\n*\thard\tnofile\t1048576\n"
             ),
             "{r}"
+        );
+    }
+
+    #[test]
+    fn a_preset_gives_the_limits_to_root_too() {
+        let c = UlimitConf::parse("memlock=unlimited\n").unwrap();
+        let paths = Paths {
+            ulimit_root: true,
+            ..Paths::named("t")
+        };
+        assert!(
+            c.render(&paths).ends_with(
+                "*\tsoft\tmemlock\tunlimited\n*\thard\tmemlock\tunlimited\n\
+                 root\tsoft\tmemlock\tunlimited\nroot\thard\tmemlock\tunlimited\n"
+            ),
+            "{}",
+            c.render(&paths)
+        );
+        assert!(
+            !c.render(&Paths::named("t")).contains("root"),
+            "only a preset names root"
         );
     }
 
