@@ -320,6 +320,54 @@ fn the_aarch64_step_leaves_out_exactly_the_kill_point_campaigns() {
 }
 
 #[test]
+fn the_chroot_steps_run_every_chroot_test_once() {
+    // The chroot tier's tests are #[ignore]d in the plain suite: the chroot step runs
+    // them all but the arm64 runs it skips, which are exactly the chroot_arm64 step's.
+    let text = read(".ci/run");
+    let chroot = ci_step(&text, "chroot");
+    let arm64 = ci_step(&text, "chroot_arm64");
+    assert!(chroot.contains("--test chroot -- --ignored --exact"), "{chroot}");
+    assert!(arm64.contains("--test chroot -- --ignored --exact"), "{arm64}");
+    let mut tests = 0;
+    for entry in fs::read_dir(root().join("crates/skyhook-pkg/tests/chroot"))
+        .unwrap()
+        .flatten()
+    {
+        let path = entry.path();
+        let module = path.file_stem().unwrap().to_string_lossy().into_owned();
+        let source = fs::read_to_string(&path).unwrap();
+        for (i, block) in source.split("#[test]\n").enumerate().skip(1) {
+            let name = &block[at(block, "fn ") + 3..];
+            let test = format!("{module}::{}", &name[..at(name, "(")]);
+            let extra = block.starts_with("#[ignore = \"chroot tier, an arm64 run beyond");
+            let tier = extra || block.starts_with("#[ignore = \"chroot tier:");
+            assert!(
+                tier || module == "readme",
+                "{test} (test {i} of {module}.rs): not a chroot tier test"
+            );
+            let skipped = chroot.contains(&format!("--skip {test} ")) || chroot.ends_with(&format!("--skip {test}"));
+            let listed = arm64.contains(&format!(" {test} ")) || arm64.ends_with(&format!(" {test}"));
+            assert_eq!(
+                skipped, extra,
+                "{test}: the chroot step skips exactly the extra arm64 runs"
+            );
+            assert_eq!(
+                listed, extra,
+                "{test}: the chroot_arm64 step runs exactly the extra arm64 runs"
+            );
+            tests += 1;
+        }
+    }
+    assert!(tests > 20, "{tests} chroot tests");
+    assert_eq!(
+        chroot.matches("--skip ").count(),
+        arm64.matches("::").count(),
+        "{chroot}\n{arm64}"
+    );
+    assert!(ci_order(&text, "'chroot&'") < ci_order(&text, "test"));
+}
+
+#[test]
 fn the_vm_guests_are_readied_in_the_background_by_the_tests_that_exist() {
     let text = read(".ci/run");
     // cargo test with a filter that matches nothing passes: every test of the prepare
@@ -344,8 +392,9 @@ fn the_vm_guests_are_readied_in_the_background_by_the_tests_that_exist() {
         assert!(vm.contains(&format!("--skip {test}")), "vm does not skip {test}: {vm}");
     }
     assert_eq!(prepare.matches(" prepare::").count(), tests.len(), "{prepare}");
-    // In the background after aarch64, right before vm, all started before the test step.
-    assert!(ci_order(&text, "'aarch64+vm_prepare+vm&'") < ci_order(&text, "test"));
+    // In the background after aarch64, started before the test step, waited for before vm.
+    assert!(ci_order(&text, "'aarch64+vm_prepare&'") < ci_order(&text, "test"));
+    assert!(ci_order(&text, "wait") < ci_order(&text, "vm"));
 }
 
 #[test]

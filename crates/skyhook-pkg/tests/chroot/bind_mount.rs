@@ -19,12 +19,13 @@ const MOUNTINFO: &str = "\
 ";
 
 #[test]
+#[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
 fn bind_mount_units_pass_the_real_systemd_tools() {
     bind_mount_units_pass_the_real_systemd_tools_on(Arch::Native);
 }
 
 #[test]
-#[ignore = "arm64 in the default run: tuning's and kdump's scenarios; .ci/run chroot_arm64 runs every arm64 scenario"]
+#[ignore = "chroot tier, an arm64 run beyond .ci/run chroot's (tuning's and kdump's): .ci/run chroot_arm64"]
 fn bind_mount_units_pass_the_real_systemd_tools_arm64() {
     bind_mount_units_pass_the_real_systemd_tools_on(Arch::Arm64);
 }

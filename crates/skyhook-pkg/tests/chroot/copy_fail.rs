@@ -13,12 +13,13 @@ use crate::{APT_FOOTPRINT, Arch, BOOKKEEPING, Node, readme};
 const CONF: &str = "/etc/modprobe.d/disable-algif.conf";
 
 #[test]
+#[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
 fn copy_fail_config_and_uninstall_with_the_real_modprobe() {
     copy_fail_config_and_uninstall_on(Arch::Native);
 }
 
 #[test]
-#[ignore = "arm64 in the default run: tuning's and kdump's scenarios; .ci/run chroot_arm64 runs every arm64 scenario"]
+#[ignore = "chroot tier, an arm64 run beyond .ci/run chroot's (tuning's and kdump's): .ci/run chroot_arm64"]
 fn copy_fail_config_and_uninstall_with_the_real_modprobe_arm64() {
     copy_fail_config_and_uninstall_on(Arch::Arm64);
 }

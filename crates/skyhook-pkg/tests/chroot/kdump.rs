@@ -30,11 +30,13 @@ fn run(node: &Node, ex: &readme::Example, modes: &[&str]) -> crate::Outcome {
 }
 
 #[test]
+#[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
 fn kdump_apply_config_and_uninstall() {
     kdump_apply_config_and_uninstall_on(Arch::Native);
 }
 
 #[test]
+#[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
 fn kdump_apply_config_and_uninstall_arm64() {
     kdump_apply_config_and_uninstall_on(Arch::Arm64);
 }

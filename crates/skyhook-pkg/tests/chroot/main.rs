@@ -7,14 +7,14 @@
 //!
 //! Every scenario runs twice: on a root of this machine's architecture, and on an
 //! arm64 root with the aarch64 dist trees, both run under qemu-user emulation
-//! ([`emulation`]) — the real agent's contract, as on a Grace node. The default run
-//! keeps the two arm64 scenarios whose real tools differ most on arm64: tuning's GPU
-//! node with GRUB EFI, and kdump's crash kernel with arm64's kdump-tools and
-//! kexec-tools through GRUB EFI. The other arm64 runs are `#[ignore]`d, for CI's time
+//! ([`emulation`]) — the real agent's contract, as on a Grace node. `.ci/run chroot`
+//! keeps the two arm64 runs whose real tools differ most on arm64: tuning's GPU node
+//! with GRUB EFI, and kdump's crash kernel with arm64's kdump-tools and kexec-tools
+//! through GRUB EFI. The other arm64 runs are `.ci/run chroot_arm64`'s, for CI's time
 //! (a minute or more of emulated apt and dpkg each): what they add is the same
 //! package logic, which the aarch64 step runs as aarch64 binaries, with tools that
 //! are scripts or Python on both architectures (nvidia-tuned's Grace chain also runs
-//! in the VM tier's arm64 guest). `.ci/run chroot_arm64` runs them all.
+//! in the VM tier's arm64 guest).
 //!
 //! The RHEL scenarios ([`rhel`]) dress copies of the root as RHEL 9 and RHEL 8 and run
 //! kdump, tuning and tuned with the real dnf and rpm against a local repository of
@@ -23,7 +23,10 @@
 //!
 //! Needs root and the Debian mirror (and, for arm64, qemu-user-static and the cross
 //! toolchain; for the RHEL scenarios, rpm and createrepo-c: `ci/setup-toolchain`);
-//! fails loudly, with the reason, when one is missing. Run alone: `cargo test -p skyhook-pkg --test chroot`.
+//! fails loudly, with the reason, when one is missing. Its scenarios are `#[ignore]`d
+//! in the plain test suite, as the VM tier's are: run them with
+//! `cargo test -p skyhook-pkg --test chroot -- --ignored` (`.ci/run chroot` runs them
+//! in the background beside the test suite).
 
 mod bind_mount;
 mod copy_fail;

@@ -11,12 +11,13 @@ use nvidia_tuned::catalog::{Catalog, Choice, OsEntry};
 use crate::{APT_FOOTPRINT, Arch, BOOKKEEPING, Node};
 
 #[test]
+#[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
 fn nvidia_tuned_h100_then_gb200_from_its_label() {
     nvidia_tuned_h100_then_gb200_from_its_label_on(Arch::Native);
 }
 
 #[test]
-#[ignore = "arm64 in the default run: tuning's and kdump's scenarios; .ci/run chroot_arm64 runs every arm64 scenario"]
+#[ignore = "chroot tier, an arm64 run beyond .ci/run chroot's (tuning's and kdump's): .ci/run chroot_arm64"]
 fn nvidia_tuned_h100_then_gb200_from_its_label_arm64() {
     nvidia_tuned_h100_then_gb200_from_its_label_on(Arch::Arm64);
 }

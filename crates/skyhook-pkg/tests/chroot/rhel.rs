@@ -687,11 +687,13 @@ fn kdump_lifecycle(rhel: Rhel) {
 }
 
 #[test]
+#[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
 fn rhel9_kdump_with_real_dnf_and_rpm() {
     kdump_lifecycle(Rhel::El9);
 }
 
 #[test]
+#[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
 fn rhel8_kdump_with_real_dnf_and_rpm() {
     kdump_lifecycle(Rhel::El8);
 }
@@ -731,11 +733,13 @@ fn tuning_lifecycle(rhel: Rhel) {
 }
 
 #[test]
+#[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
 fn rhel9_tuning_grub_conf_with_real_grubby_path() {
     tuning_lifecycle(Rhel::El9);
 }
 
 #[test]
+#[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
 fn rhel8_tuning_grub_conf_with_real_grubby_path() {
     tuning_lifecycle(Rhel::El8);
 }
@@ -781,11 +785,13 @@ fn tuned_lifecycle(rhel: Rhel) {
 }
 
 #[test]
+#[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
 fn rhel9_tuned_with_real_dnf_and_rpm() {
     tuned_lifecycle(Rhel::El9);
 }
 
 #[test]
+#[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
 fn rhel8_tuned_with_real_dnf_and_rpm() {
     tuned_lifecycle(Rhel::El8);
 }

@@ -7,12 +7,13 @@ use crate::{Arch, BOOKKEEPING, Node, readme};
 const DROP_IN: &str = "/etc/systemd/system/containerd.service.d/skyhook-limits.conf";
 
 #[test]
+#[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
 fn shellscript_readme_example_runs_every_stage() {
     shellscript_readme_example_runs_every_stage_on(Arch::Native);
 }
 
 #[test]
-#[ignore = "arm64 in the default run: tuning's and kdump's scenarios; .ci/run chroot_arm64 runs every arm64 scenario"]
+#[ignore = "chroot tier, an arm64 run beyond .ci/run chroot's (tuning's and kdump's): .ci/run chroot_arm64"]
 fn shellscript_readme_example_runs_every_stage_arm64() {
     shellscript_readme_example_runs_every_stage_on(Arch::Arm64);
 }

@@ -10,6 +10,7 @@ const PROFILE: &str = "[main]\nsummary=GPU node\ninclude=throughput-performance\
 const SCRIPT: &str = "#!/bin/sh\n# gpu_init: called by tuned with start/stop\nexit 0\n";
 
 #[test]
+#[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
 fn tuned_custom_profile_with_a_builtin_include_and_a_script() {
     tuned_custom_profile_with_a_builtin_include_and_a_script_on(Arch::Native);
 }
@@ -17,7 +18,7 @@ fn tuned_custom_profile_with_a_builtin_include_and_a_script() {
 /// Left out of the default run (CI's time, a minute and a half of emulated apt and
 /// tuned; `main.rs` says why the default run keeps the arm64 scenarios it keeps).
 #[test]
-#[ignore = "arm64 in the default run: tuning's and kdump's scenarios; .ci/run chroot_arm64 runs every arm64 scenario"]
+#[ignore = "chroot tier, an arm64 run beyond .ci/run chroot's (tuning's and kdump's): .ci/run chroot_arm64"]
 fn tuned_custom_profile_with_a_builtin_include_and_a_script_arm64() {
     tuned_custom_profile_with_a_builtin_include_and_a_script_on(Arch::Arm64);
 }

@@ -39,11 +39,13 @@ fn run(node: &Node, ex: &readme::Example, modes: &[&str]) -> crate::Outcome {
 }
 
 #[test]
+#[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
 fn tuning_gpu_node_example_with_grub() {
     tuning_gpu_node_example_with_grub_on(Arch::Native);
 }
 
 #[test]
+#[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
 fn tuning_gpu_node_example_with_grub_arm64() {
     tuning_gpu_node_example_with_grub_on(Arch::Arm64);
 }
@@ -153,6 +155,7 @@ fn tuning_gpu_node_example_with_grub_on(arch: Arch) {
 }
 
 #[test]
+#[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
 fn tuning_refuses_a_hostile_grub_conf_before_grub_sees_it() {
     let node = node_with_proc(Arch::Native);
     node.install_grub();
@@ -184,12 +187,13 @@ fn tuning_refuses_a_hostile_grub_conf_before_grub_sees_it() {
 }
 
 #[test]
+#[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
 fn tuning_without_grub_fails_clearly_and_changes_nothing() {
     tuning_without_grub_fails_clearly_and_changes_nothing_on(Arch::Native);
 }
 
 #[test]
-#[ignore = "arm64 in the default run: tuning's and kdump's scenarios; .ci/run chroot_arm64 runs every arm64 scenario"]
+#[ignore = "chroot tier, an arm64 run beyond .ci/run chroot's (tuning's and kdump's): .ci/run chroot_arm64"]
 fn tuning_without_grub_fails_clearly_and_changes_nothing_arm64() {
     tuning_without_grub_fails_clearly_and_changes_nothing_on(Arch::Arm64);
 }
