@@ -23,10 +23,7 @@ fn examples() -> (readme::Example, readme::Example) {
 }
 
 fn run(node: &Node, ex: &readme::Example, modes: &[&str]) -> crate::Outcome {
-    let args = ex.args();
-    let mut all: Vec<&str> = modes.to_vec();
-    all.extend(args.iter().map(String::as_str));
-    node.run("kdump", &all)
+    node.run_example("kdump", ex, modes, &[])
 }
 
 #[test]

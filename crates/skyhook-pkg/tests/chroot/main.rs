@@ -292,6 +292,15 @@ impl Node {
             .collect()
     }
 
+    /// [`Node::run`] of `modes` with the arguments of a README's SCR example, then `extra`.
+    pub fn run_example(&self, package: &str, ex: &readme::Example, modes: &[&str], extra: &[&str]) -> Outcome {
+        let args = ex.args();
+        let mut all: Vec<&str> = modes.to_vec();
+        all.extend(args.iter().map(String::as_str));
+        all.extend(extra);
+        self.run(package, &all)
+    }
+
     /// `skyhook-pkg run <package> <args…> --root <node>`.
     pub fn run(&self, package: &str, args: &[&str]) -> Outcome {
         let out = Command::new(env!("CARGO_BIN_EXE_skyhook-pkg"))

@@ -200,33 +200,10 @@ fn kernel_entry_on(arch: Arch, product: &str, target: &str) {
 #[test]
 #[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
 fn nvidia_setup_runs_the_eks_steps_with_the_real_apt_and_chrony() {
-    let ex = readme::of("nvidia-setup")
-        .into_iter()
-        .find(|e| e.name == "nvidia-setup-full")
-        .expect("nvidia-setup/README.md has the full entry");
-    let node = Node::fresh();
-    repository(&node, &[efa_package()], &[]);
-    node.write(
-        "/usr/sbin/dkms",
-        "#!/bin/sh\n# The chroot tier's stand-in: the efa module built.\n[ \"$1 $2\" = \"status efa\" ] && echo 'efa/3.0.0, 6.17.0-1019-aws, x86_64: installed'\nexit 0\n",
-    );
-    node.chmod("/usr/sbin/dkms", 0o755);
-    node.sh("export DEBIAN_FRONTEND=noninteractive; apt-get update -q >/dev/null \
-         && apt-get install -y -q --no-install-recommends efa curl git wget gpg chrony >/dev/null 2>&1");
-    node.write("/proc/sys/kernel/osrelease", &format!("{KERNEL}\n"));
-    node.write(
-        "/proc/1/mountinfo",
-        "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n",
-    );
+    let node = eks_node(&[]);
     let original = node.read(CHRONY).expect("Debian's chrony.conf");
     assert!(original.lines().any(|l| l.starts_with("pool ")), "{original}");
-    let mut args: Vec<String> = ex.args();
-    args.extend(["--label".into(), "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3".into()]);
-    let run = |modes: &[&str]| {
-        let mut all: Vec<&str> = modes.to_vec();
-        all.extend(args.iter().map(String::as_str));
-        node.run("nvidia-setup", &all)
-    };
+    let run = |modes: &[&str]| run_full_entry(&node, modes);
     let ignore: Vec<&str> = BOOKKEEPING.iter().chain(APT_FOOTPRINT).copied().collect();
     let before = node.snapshot(&ignore);
 
@@ -255,6 +232,42 @@ fn efa_package() -> (String, String) {
     ("efa".to_string(), "opt/amazon/ofi-nccl/lib/.keep".to_string())
 }
 
+/// A node for the EKS steps: the tools they install and the local repository's
+/// `efa` (with `postinsts`, which may fail its install: then dpkg is left as it
+/// says), a `dkms` answering for its module, the eks kernel running, nothing mounted.
+fn eks_node(postinsts: &[(&str, &str)]) -> Node {
+    let node = Node::fresh();
+    repository(&node, &[efa_package()], postinsts);
+    node.write(
+        "/usr/sbin/dkms",
+        "#!/bin/sh\n# The chroot tier's stand-in: the efa module built.\n[ \"$1 $2\" = \"status efa\" ] && echo 'efa/3.0.0, 6.17.0-1019-aws, x86_64: installed'\nexit 0\n",
+    );
+    node.chmod("/usr/sbin/dkms", 0o755);
+    node.sh("export DEBIAN_FRONTEND=noninteractive; apt-get update -q >/dev/null \
+         && apt-get install -y -q --no-install-recommends curl git wget gpg chrony >/dev/null 2>&1; \
+         apt-get install -y -q efa >/dev/null 2>&1; true");
+    node.write("/proc/sys/kernel/osrelease", &format!("{KERNEL}\n"));
+    node.write(
+        "/proc/1/mountinfo",
+        "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n",
+    );
+    node
+}
+
+/// The README's EKS full entry's `modes` on `node`, an H100 by its label.
+fn run_full_entry(node: &Node, modes: &[&str]) -> crate::Outcome {
+    let ex = readme::of("nvidia-setup")
+        .into_iter()
+        .find(|e| e.name == "nvidia-setup-full")
+        .expect("nvidia-setup/README.md has the full entry");
+    node.run_example(
+        "nvidia-setup",
+        &ex,
+        modes,
+        &["--label", "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3"],
+    )
+}
+
 /// An `efa` package whose postinst failed (as the AWS installer's DKMS build can)
 /// leaves dpkg unfinished: the EKS steps stop before any change, naming the package
 /// and `dpkg --configure -a`, and the node stays as it was; once the postinst can
@@ -263,41 +276,16 @@ fn efa_package() -> (String, String) {
 #[test]
 #[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
 fn nvidia_setup_stops_at_a_half_configured_efa_and_finishes_it_on_a_later_apply() {
-    let ex = readme::of("nvidia-setup")
-        .into_iter()
-        .find(|e| e.name == "nvidia-setup-full")
-        .expect("nvidia-setup/README.md has the full entry");
-    let node = Node::fresh();
-    let postinst = "#!/bin/sh\n# fails while the test says so, as a DKMS build can\n\
-                    if [ -e /etc/efa-postinst-fails ]; then echo 'efa: module build failed' >&2; exit 1; fi\nexit 0\n";
-    repository(&node, &[efa_package()], &[("efa", postinst)]);
-    node.write(
-        "/usr/sbin/dkms",
-        "#!/bin/sh\n# The chroot tier's stand-in: the efa module built.\n[ \"$1 $2\" = \"status efa\" ] && echo 'efa/3.0.0, 6.17.0-1019-aws, x86_64: installed'\nexit 0\n",
-    );
-    node.chmod("/usr/sbin/dkms", 0o755);
-    node.write("/etc/efa-postinst-fails", "");
-    node.sh("export DEBIAN_FRONTEND=noninteractive; apt-get update -q >/dev/null \
-         && apt-get install -y -q --no-install-recommends curl git wget gpg chrony >/dev/null 2>&1; \
-         apt-get install -y -q efa >/dev/null 2>&1; true");
+    let postinst = "#!/bin/sh\n# fails until the test says otherwise, as a DKMS build can\n\
+                    [ -e /etc/efa-postinst-succeeds ] && exit 0\necho 'efa: module build failed' >&2\nexit 1\n";
+    let node = eks_node(&[("efa", postinst)]);
     let status = || node.sh("dpkg-query -W -f '${Status}' efa").trim().to_string();
     assert_eq!(
         status(),
         "install ok half-configured",
         "the stand-in's postinst did not fail"
     );
-    node.write("/proc/sys/kernel/osrelease", &format!("{KERNEL}\n"));
-    node.write(
-        "/proc/1/mountinfo",
-        "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n",
-    );
-    let mut args: Vec<String> = ex.args();
-    args.extend(["--label".into(), "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3".into()]);
-    let run = |modes: &[&str]| {
-        let mut all: Vec<&str> = modes.to_vec();
-        all.extend(args.iter().map(String::as_str));
-        node.run("nvidia-setup", &all)
-    };
+    let run = |modes: &[&str]| run_full_entry(&node, modes);
     let ignore: Vec<&str> = BOOKKEEPING.iter().chain(APT_FOOTPRINT).copied().collect();
     let before = node.snapshot(&ignore);
 
@@ -308,7 +296,7 @@ fn nvidia_setup_stops_at_a_half_configured_efa_and_finishes_it_on_a_later_apply(
     before.assert_same(&node.snapshot(&ignore));
     assert_eq!(status(), "install ok half-configured");
 
-    fs::remove_file(node.path("/etc/efa-postinst-fails")).unwrap();
+    node.write("/etc/efa-postinst-succeeds", "");
     run(&["apply"]).expect_ok().expect_output("the EKS steps are done");
     assert_eq!(status(), "install ok installed");
     assert_eq!(node.read(CHRONY).unwrap().matches(SERVER).count(), 1);

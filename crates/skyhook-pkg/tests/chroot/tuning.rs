@@ -32,10 +32,7 @@ fn example(has: &str) -> readme::Example {
 }
 
 fn run(node: &Node, ex: &readme::Example, modes: &[&str]) -> crate::Outcome {
-    let args = ex.args();
-    let mut all: Vec<&str> = modes.to_vec();
-    all.extend(args.iter().map(String::as_str));
-    node.run("tuning", &all)
+    node.run_example("tuning", ex, modes, &[])
 }
 
 #[test]
