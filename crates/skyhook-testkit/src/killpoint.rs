@@ -59,7 +59,7 @@ pub const AT_MOST_VAR: &str = "SKYHOOK_KILL_POINTS_AT_MOST";
 /// Kill points per campaign unless it says otherwise ([`KillPoints::at_most`]): the
 /// largest campaigns make about 200 mutating calls, and every call of theirs cost the
 /// test step minutes; spread over a few days' rotations they are all tried.
-pub const AT_MOST: usize = 30;
+pub const AT_MOST: usize = 20;
 
 /// The environment variable that chooses the rotation of every sampled campaign in
 /// this process (a non-negative integer, taken modulo each campaign's stride):

@@ -19,7 +19,7 @@ fn copy_fail_config_and_uninstall_with_the_real_modprobe() {
 }
 
 #[test]
-#[ignore = "chroot tier, an arm64 run beyond .ci/run chroot's (tuning's and kdump's): .ci/run chroot_arm64"]
+#[ignore = "chroot tier, an arm64 run: .ci/run chroot_arm64 (the chroot step runs x86_64 only, for CI's time)"]
 fn copy_fail_config_and_uninstall_with_the_real_modprobe_arm64() {
     copy_fail_config_and_uninstall_on(Arch::Arm64);
 }

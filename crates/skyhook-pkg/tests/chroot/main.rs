@@ -8,13 +8,12 @@
 //! Every scenario runs twice: on a root of this machine's architecture, and on an
 //! arm64 root with the aarch64 dist trees, both run under qemu-user emulation
 //! ([`emulation`]) — the real agent's contract, as on a Grace node. `.ci/run chroot`
-//! keeps the two arm64 runs whose real tools differ most on arm64: tuning's GPU node
-//! with GRUB EFI, and kdump's crash kernel with arm64's kdump-tools and kexec-tools
-//! through GRUB EFI. The other arm64 runs are `.ci/run chroot_arm64`'s, for CI's time
-//! (a minute or more of emulated apt and dpkg each): what they add is the same
-//! package logic, which the aarch64 step runs as aarch64 binaries, with tools that
-//! are scripts or Python on both architectures (nvidia-tuned's Grace chain also runs
-//! in the VM tier's arm64 guest).
+//! runs the x86_64 runs; the arm64 runs are `.ci/run chroot_arm64`'s, for CI's time
+//! (the arm64 root's debootstrap and every apt and dpkg run emulated, minutes each):
+//! the package logic they exercise is the aarch64 step's too, as aarch64 binaries,
+//! and the tools are mostly scripts or Python on both architectures; what only they
+//! prove (GRUB EFI's update-grub, arm64's kdump-tools and kexec-tools, the arm64
+//! archive's packages) is for changes that touch it.
 //!
 //! The RHEL scenarios ([`rhel`]) dress copies of the root as RHEL 9 and RHEL 8 and run
 //! kdump, tuning and tuned with the real dnf and rpm against a local repository of

@@ -48,7 +48,7 @@ fn nvidia_setup_installs_the_kernel_entry_with_the_real_apt_and_grub() {
 /// the cold CI run cannot spare. Natively, the package tests run the arm64 choice of
 /// flavour and the aarch64 step runs them as arm64 binaries.
 #[test]
-#[ignore = "chroot tier, an arm64 run beyond .ci/run chroot's (tuning's and kdump's): .ci/run chroot_arm64"]
+#[ignore = "chroot tier, an arm64 run: .ci/run chroot_arm64 (the chroot step runs x86_64 only, for CI's time)"]
 fn nvidia_setup_installs_the_kernel_entry_with_the_real_apt_and_grub_arm64() {
     kernel_entry_on(Arch::Arm64, "NVIDIA-GB200", &format!("{KERNEL}-64k"));
 }

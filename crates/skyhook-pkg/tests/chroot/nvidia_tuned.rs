@@ -17,7 +17,7 @@ fn nvidia_tuned_h100_then_gb200_from_its_label() {
 }
 
 #[test]
-#[ignore = "chroot tier, an arm64 run beyond .ci/run chroot's (tuning's and kdump's): .ci/run chroot_arm64"]
+#[ignore = "chroot tier, an arm64 run: .ci/run chroot_arm64 (the chroot step runs x86_64 only, for CI's time)"]
 fn nvidia_tuned_h100_then_gb200_from_its_label_arm64() {
     nvidia_tuned_h100_then_gb200_from_its_label_on(Arch::Arm64);
 }

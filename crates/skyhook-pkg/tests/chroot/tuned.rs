@@ -18,7 +18,7 @@ fn tuned_custom_profile_with_a_builtin_include_and_a_script() {
 /// Left out of the default run (CI's time, a minute and a half of emulated apt and
 /// tuned; `main.rs` says why the default run keeps the arm64 scenarios it keeps).
 #[test]
-#[ignore = "chroot tier, an arm64 run beyond .ci/run chroot's (tuning's and kdump's): .ci/run chroot_arm64"]
+#[ignore = "chroot tier, an arm64 run: .ci/run chroot_arm64 (the chroot step runs x86_64 only, for CI's time)"]
 fn tuned_custom_profile_with_a_builtin_include_and_a_script_arm64() {
     tuned_custom_profile_with_a_builtin_include_and_a_script_on(Arch::Arm64);
 }

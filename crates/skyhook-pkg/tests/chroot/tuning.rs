@@ -42,7 +42,7 @@ fn tuning_gpu_node_example_with_grub() {
 }
 
 #[test]
-#[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
+#[ignore = "chroot tier, an arm64 run: .ci/run chroot_arm64 (the chroot step runs x86_64 only, for CI's time)"]
 fn tuning_gpu_node_example_with_grub_arm64() {
     tuning_gpu_node_example_with_grub_on(Arch::Arm64);
 }
@@ -190,7 +190,7 @@ fn tuning_without_grub_fails_clearly_and_changes_nothing() {
 }
 
 #[test]
-#[ignore = "chroot tier, an arm64 run beyond .ci/run chroot's (tuning's and kdump's): .ci/run chroot_arm64"]
+#[ignore = "chroot tier, an arm64 run: .ci/run chroot_arm64 (the chroot step runs x86_64 only, for CI's time)"]
 fn tuning_without_grub_fails_clearly_and_changes_nothing_arm64() {
     tuning_without_grub_fails_clearly_and_changes_nothing_on(Arch::Arm64);
 }
