@@ -15,8 +15,7 @@ fn tuned_custom_profile_with_a_builtin_include_and_a_script() {
     tuned_custom_profile_with_a_builtin_include_and_a_script_on(Arch::Native);
 }
 
-/// Left out of the default run (CI's time, a minute and a half of emulated apt and
-/// tuned; `main.rs` says why the default run keeps the arm64 scenarios it keeps).
+/// Left out of the default run, as every arm64 run (`main.rs` says why).
 #[test]
 #[ignore = "chroot tier, an arm64 run: .ci/run chroot_arm64 (the chroot step runs x86_64 only, for CI's time)"]
 fn tuned_custom_profile_with_a_builtin_include_and_a_script_arm64() {
