@@ -68,8 +68,8 @@ pub fn run(
     let harness = Harness::parse(harness_args)?;
     let emulated = platform::triple_arch(&dist::host_triple()?) != platform::triple_arch(target);
     let mut chosen: Vec<String> = packages.iter().flat_map(|p| ["-p".to_string(), p.clone()]).collect();
-    chosen.extend(targets::chosen(&metadata()?, packages, skip_targets)?);
     if !skip_targets.is_empty() {
+        chosen.extend(targets::chosen(&metadata()?, packages, skip_targets)?);
         outln!("not built: the test targets {}", skip_targets.join(", "));
     }
     chosen.extend_from_slice(cargo_args);

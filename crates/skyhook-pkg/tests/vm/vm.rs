@@ -283,14 +283,9 @@ fn agent(arch: Arch, out: &Path, workspace: &Path) -> Result<&'static str, Strin
 
 /// Whether this machine runs the Debian release the guests run (`/etc/os-release`).
 fn host_runs_the_guest_release() -> bool {
-    let release = fs::read_to_string("/etc/os-release").unwrap_or_default();
-    let field = |name: &str| {
-        release
-            .lines()
-            .find_map(|l| l.strip_prefix(name)?.strip_prefix('='))
-            .map(|v| v.trim_matches('"').to_string())
-    };
-    field("ID").as_deref() == Some("debian") && field("VERSION_CODENAME").as_deref() == Some(crate::debian::SUITE)
+    let release =
+        skyhook_core::os::distro::OsRelease::parse(&fs::read_to_string("/etc/os-release").unwrap_or_default());
+    release.id() == "debian" && release.get("VERSION_CODENAME") == Some(crate::debian::SUITE)
 }
 
 /// The release profile of the guest's `skyhook-pkg` ([`build_payload`]): no fat LTO,
