@@ -291,6 +291,27 @@ impl Host {
         }
     }
 
+    /// Gives the directory or file `from` its final name `to`, a name beside it (a
+    /// tree built under a scratch name, finished): never replaces what is at `to`,
+    /// and refuses a path under a symbolic link. Not journaled: only for a package's
+    /// own scratch trees.
+    pub fn rename_sibling(&self, from: impl AsRef<Path>, to: impl AsRef<Path>) -> Result<(), HostError> {
+        let (from, to) = (from.as_ref(), to.as_ref());
+        let (Some(to_name), true) = (to.file_name(), from.parent() == to.parent()) else {
+            return Err(HostError::io(
+                "rename",
+                from,
+                io::Error::other(format!("{} is not a name beside it", to.display())),
+            ));
+        };
+        let Some((dir, name)) = self.parent(from, Missing::Absent, "rename")? else {
+            return Err(HostError::io("rename", from, io::Error::from(io::ErrorKind::NotFound)));
+        };
+        dir.refuse_link(name, "rename", from)?;
+        dir.rename_no_replace(name, to_name)
+            .map_err(|e| HostError::io("rename", from, e))
+    }
+
     /// Removes the directory `path` if it exists and is empty; returns whether it did.
     /// Refuses a path under a symbolic link.
     pub fn remove_empty_dir(&self, path: impl AsRef<Path>) -> Result<bool, HostError> {
@@ -505,6 +526,34 @@ pub(crate) mod tests {
         ] {
             assert!(h.remove_scratch_tree(base, bad).is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn a_finished_scratch_tree_takes_its_name_beside_it_and_never_replaces_one() {
+        let (d, h) = scratch();
+        h.write("/mnt/a/kubelet.partial/config", b"1", 0o600).unwrap();
+        h.rename_sibling("/mnt/a/kubelet.partial", "/mnt/a/kubelet").unwrap();
+        assert_eq!(h.read("/mnt/a/kubelet/config").unwrap().as_deref(), Some(&b"1"[..]));
+        assert!(!h.exists("/mnt/a/kubelet.partial"));
+        h.write("/mnt/a/kubelet.partial/config", b"2", 0o600).unwrap();
+        assert!(
+            h.rename_sibling("/mnt/a/kubelet.partial", "/mnt/a/kubelet").is_err(),
+            "no replace"
+        );
+        assert_eq!(h.read("/mnt/a/kubelet/config").unwrap().as_deref(), Some(&b"1"[..]));
+        assert!(
+            h.rename_sibling("/mnt/a/kubelet.partial", "/mnt/b/kubelet").is_err(),
+            "beside it only"
+        );
+        assert!(h.rename_sibling("/mnt/a/missing", "/mnt/a/other").is_err());
+        let outside = tempfile::tempdir().unwrap();
+        std::fs::create_dir(outside.path().join("x")).unwrap();
+        std::os::unix::fs::symlink(outside.path(), d.path().join("mnt/link")).unwrap();
+        assert!(
+            h.rename_sibling("/mnt/link/x", "/mnt/link/y").is_err(),
+            "not under a link"
+        );
+        assert!(outside.path().join("x").exists());
     }
 
     /// One path of a [`tree`]: where, mode, content (files), target (links).

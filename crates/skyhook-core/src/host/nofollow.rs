@@ -311,6 +311,20 @@ impl Dir {
         Ok(())
     }
 
+    /// Renames `from` to `to`, two names in this directory, refusing to replace
+    /// anything at `to` (`renameat2` with `RENAME_NOREPLACE`), then syncs the directory.
+    pub fn rename_no_replace(&self, from: &OsStr, to: &OsStr) -> io::Result<()> {
+        nix::fcntl::renameat2(
+            self.fd.as_fd(),
+            from,
+            self.fd.as_fd(),
+            to,
+            nix::fcntl::RenameFlags::RENAME_NOREPLACE,
+        )?;
+        nix::unistd::fsync(self.fd.as_fd())?;
+        Ok(())
+    }
+
     /// Removes the file or link `name` (a link itself, never its target); returns
     /// whether it was there.
     pub fn unlink(&self, name: &OsStr) -> io::Result<bool> {

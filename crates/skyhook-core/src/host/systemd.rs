@@ -90,6 +90,19 @@ impl<'h> Systemd<'h> {
         Ok(())
     }
 
+    /// `systemctl mask <unit>` (works without a running systemd): its unit file in
+    /// `/etc` becomes a link to `/dev/null`, so nothing starts it.
+    pub fn mask(&self, unit: &str) -> Result<(), HostError> {
+        self.host.run_ok(&Cmd::new("systemctl").args(["mask", unit]))?;
+        Ok(())
+    }
+
+    /// `systemctl unmask <unit>` (works without a running systemd).
+    pub fn unmask(&self, unit: &str) -> Result<(), HostError> {
+        self.host.run_ok(&Cmd::new("systemctl").args(["unmask", unit]))?;
+        Ok(())
+    }
+
     /// Whether the unit is enabled (`systemctl is-enabled`: enabled, static, alias…).
     pub fn is_enabled(&self, unit: &str) -> Result<bool, HostError> {
         let out = self.systemctl(&["is-enabled", unit])?;

@@ -47,7 +47,15 @@ pub trait Package {
     /// they run. Every package that changes the node does; shellscript, whose step is
     /// the SCR's own script (which may run for hours), does not.
     const TAKES_NODE_LOCK: bool = true;
+    /// Commands the binary answers beside the modes, for what the package installs
+    /// on the node to run later (a boot unit's `ExecStart`, nvidia-setup's
+    /// `assemble-instance-storage`): the word, alone on the command line, and what
+    /// it does on the host. They run without a step's environment and hold no lock.
+    const COMMANDS: &'static [(&'static str, Command)] = &[];
 }
+
+/// A command of [`Package::COMMANDS`].
+pub type Command = fn(&Host) -> Result<()>;
 
 /// The modes `P` implements, in the order of its table.
 pub fn modes_of<P: Package>() -> Vec<Mode> {
@@ -205,6 +213,11 @@ pub fn main<P: Package>(package: P) -> ! {
 /// Runs `package` for the command-line `args` on `host`, reporting the result;
 /// returns the exit code.
 pub fn execute<P: Package>(package: &P, args: &[OsString], host: Host) -> i32 {
+    if let [word] = args
+        && let Some((name, command)) = P::COMMANDS.iter().find(|(name, _)| word == name)
+    {
+        return run_command::<P>(name, *command, &host);
+    }
     let mode = match parse_args::<P>(args) {
         Ok(mode) => mode,
         Err(code) => return code,
@@ -399,6 +412,22 @@ fn report<P: Package>(mode: Mode, result: Result<Outcome>, started: Instant) -> 
 
 /// The lines reporting `error`, bounded whatever it holds: at most
 /// [`crate::error::MAX_LISTED`] problems of at most [`MAX_MESSAGE_BYTES`] each.
+/// Runs the command `name` of [`Package::COMMANDS`], reporting as a mode does.
+fn run_command<P: Package>(name: &str, command: Command, host: &Host) -> i32 {
+    let what = format!("{} {name}", P::KIND);
+    log::info!("{what}: version {}, host root {}", P::VERSION, host.root().display());
+    match command(host) {
+        Ok(()) => {
+            log::info!("{what}: succeeded");
+            0
+        }
+        Err(e) => {
+            failure_lines(&what, &e).iter().for_each(|l| log::error!("{l}"));
+            e.exit_code()
+        }
+    }
+}
+
 fn failure_lines(what: &str, error: &Error) -> Vec<String> {
     let (head, items) = match error {
         Error::Input(problems) => (format!("{what}: bad input, nothing on the node was changed:"), problems),
@@ -436,6 +465,14 @@ mod tests {
             (Mode::Config, |_| Ok(Outcome::needs(Interrupt::Reboot))),
             (Mode::ConfigCheck, |_| Err(Error::Check(vec!["x".into()]))),
         ];
+        const COMMANDS: &'static [(&'static str, Command)] =
+            &[("at-boot", |host| match host.exists("/etc/demo-fails") {
+                true => Err(Error::input("demo fails")),
+                false => host
+                    .write("/etc/demo-ran", b"1", 0o644)
+                    .map(|_| ())
+                    .map_err(Error::from),
+            })];
     }
 
     fn host() -> Host {
@@ -528,6 +565,22 @@ mod tests {
         assert_eq!(execute(&Demo, &[], host()), 2);
         assert_eq!(execute(&Demo, &["config".into(), "extra".into()], host()), 2);
         assert_eq!(execute(&Demo, &["--version".into()], host()), 0);
+    }
+
+    #[test]
+    fn a_packages_command_runs_alone_on_the_command_line_with_its_own_exit_code() {
+        let d = tempfile::tempdir().unwrap();
+        let h = Host::new(d.path(), RecordingRunner::succeeding());
+        assert_eq!(
+            execute(&Demo, &["at-boot".into(), "x".into()], h.clone()),
+            2,
+            "alone only"
+        );
+        assert!(!h.exists("/etc/demo-ran"));
+        assert_eq!(execute(&Demo, &["at-boot".into()], h.clone()), 0);
+        assert!(h.exists("/etc/demo-ran"), "it ran on the host");
+        h.write("/etc/demo-fails", b"", 0o644).unwrap();
+        assert_eq!(execute(&Demo, &["at-boot".into()], h), 2, "its error's exit code");
     }
 
     #[test]
