@@ -14,7 +14,9 @@
 //! containerd and kubelet (or a reboot); only containers created after it get the
 //! limit.
 
-use skyhook_core::{ConfigMaps, Mode, Outcome, Result, Step};
+use skyhook_core::{ConfigMaps, Result, Step};
+
+use crate::engine::Use;
 
 /// The kind the tuning engine's records of this package live under.
 pub const ENGINE_KIND: &str = "nvidia-setup-aks";
@@ -41,21 +43,18 @@ pub fn input() -> ConfigMaps {
     ])
 }
 
-/// The engine's preset: `ulimit.conf`'s limits for root too, which the `*` domain
-/// does not cover (limits.conf(5)), as upstream's `99-ib-memlock.conf` gave them.
-fn preset() -> tuning::Preset {
-    tuning::Preset {
-        ulimit_root: true,
-        ..tuning::Preset::default()
+/// The engine's use: the [`input`], and `ulimit.conf`'s limits for root too, which
+/// the `*` domain does not cover (limits.conf(5)), as upstream's
+/// `99-ib-memlock.conf` gave them.
+pub fn engine() -> Use {
+    Use {
+        kind: ENGINE_KIND,
+        input: input(),
+        preset: tuning::Preset {
+            ulimit_root: true,
+            ..tuning::Preset::default()
+        },
     }
-}
-
-/// Runs the engine's `mode` (config for apply, config-check for apply-check,
-/// uninstall and its check) with the input and [`preset`], on a step of [`ENGINE_KIND`].
-pub fn engine(step: &Step, mode: Mode) -> Result<Outcome> {
-    let mut engine_step = step.derived(ENGINE_KIND, input());
-    engine_step.ctx.mode = mode;
-    tuning::run_preset(&engine_step, ENGINE_KIND, input(), &preset())
 }
 
 /// Removes upstream's files that hold exactly upstream's content.

@@ -29,7 +29,7 @@ pub fn apply(step: &Step) -> Result<Outcome> {
                 Steps::Aks => {
                     ib_modules::apply(step)?;
                     aks::take_over_upstream(step)?;
-                    aks::engine(step, Mode::Config)
+                    aks::engine().run(step, Mode::Config)
                 }
                 Steps::Eks => eks::apply(step, combination, &efa, apt_upgrade),
                 Steps::Bcm => headers::apply(step).map(|()| Outcome::done()),

@@ -2,8 +2,8 @@
 //! The combinations as a profile catalog ([`skyhook_core::profile::Catalog`]), for
 //! `skyhook-pkg profiles list | show` and lint: each `service` × `accelerator` with
 //! what apply does on it. The package has no workload intent: every combination's
-//! intent is empty. The kernel is the kernel entry's (it needs the reboot); the EKS
-//! steps this version does not carry are listed as such.
+//! intent is empty. The kernel is the kernel entry's; it and the EKS instance
+//! storage's array (built at boot) need the reboot.
 
 use skyhook_core::profile::{Catalog, CatalogError, Effective, Selection, Setting, SettingKind};
 
@@ -76,11 +76,39 @@ fn settings(c: &Combination) -> Vec<Setting> {
     match c.steps {
         Steps::Eks => {
             let value = format!(
-                "apt tools and chrony, EFA {} where missing, OFI files, chrony's time source; NVMe instance \
-                 storage absent or mounted",
+                "apt tools and chrony, EFA {} where missing, OFI files, chrony's time source",
                 c.efa.unwrap_or("-")
             );
             out.push(setting(c, other("steps after the kernel"), "eks", value, false));
+            for (key, floor) in crate::eks::inotify::FLOORS {
+                let value = format!("at least {floor} (a larger kernel value is kept)");
+                out.push(setting(c, SettingKind::Sysctl, key, value, false));
+            }
+            out.push(setting(
+                c,
+                SettingKind::Service,
+                "ufw",
+                "stopped, disabled, masked".into(),
+                false,
+            ));
+            out.push(setting(
+                c,
+                other("cloud-init on EC2"),
+                "cloud-init-local",
+                "waits for /dev/ec2imds; the EC2 datasource's max_wait 300, timeout 30".into(),
+                false,
+            ));
+            out.push(setting(
+                c,
+                other("NVMe instance storage"),
+                "raid0",
+                format!(
+                    "every instance-store disk in one RAID0 array, XFS at {}, {} on it; built at the next boot",
+                    crate::eks::disks::MOUNT_POINT,
+                    crate::eks::disks::intent::DIRECTORIES.join(", ")
+                ),
+                true,
+            ));
         }
         Steps::Aks => {
             for module in ib_modules::CONTENT.lines() {
@@ -119,7 +147,7 @@ mod tests {
     use skyhook_core::profile::Request;
 
     #[test]
-    fn every_combination_has_its_settings_and_only_the_kernel_needs_a_reboot() {
+    fn every_combination_has_its_settings_and_only_the_kernel_and_the_array_need_a_reboot() {
         let catalog = SetupCatalog;
         for s in catalog.combinations() {
             let e = catalog.effective(&s).unwrap();

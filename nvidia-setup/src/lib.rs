@@ -3,14 +3,15 @@
 //! `accelerator` (upstream's `nvidia-setup`, its combinations and defaults), with
 //! an uninstall upstream lacks. This version carries the kernel step
 //! (`NVIDIA_SETUP_INSTALL_KERNEL=true`: install, boot default, pin), the EKS steps
-//! on nodes without unassembled instance storage, aks-h100 and bcm's headers link
+//! (with the instance storage's RAID0 array, built at boot by a unit running this
+//! binary's [`eks::disks::boot::COMMAND`]), aks-h100 and bcm's headers link
 //! (README).
 //!
 //! The package layout (DESIGN.md): [`input`] reads the configMap and environment,
 //! [`plan`] picks the combination ([`combos`]) and what apply does; [`apply`] is
 //! apply, [`checks`] apply-check and post-interrupt-check, [`uninstall`] the
 //! removal from the [`record`]; [`kernel`], [`eks`], [`headers`], [`ib_modules`]
-//! and [`aks`] (on the tuning engine) are the steps;
+//! and [`aks`] are the steps ([`engine`]: the tuning engine they use);
 //! [`catalog`] shows every combination to `skyhook-pkg profiles`, and [`review`]
 //! is what `skyhook-pkg lint` reads.
 
@@ -20,6 +21,7 @@ pub mod catalog;
 pub mod checks;
 pub mod combos;
 pub mod eks;
+pub mod engine;
 pub mod headers;
 pub mod ib_modules;
 pub mod input;
@@ -29,7 +31,7 @@ pub mod record;
 pub mod review;
 pub mod uninstall;
 
-use skyhook_core::runtime::run::Handler;
+use skyhook_core::runtime::run::{Command, Handler};
 use skyhook_core::{ConfigMaps, Mode, Package, Result};
 
 /// The package kind: names the binary, the state directory and the logs.
@@ -52,6 +54,8 @@ impl Package for NvidiaSetup {
     ];
     // The boot default, the pin and the links live in /etc, /boot and /usr/src.
     const NEEDS_PERSISTENT_ETC: bool = true;
+    // What the instance storage's boot unit runs.
+    const COMMANDS: &'static [(&'static str, Command)] = &[(eks::disks::boot::COMMAND, eks::disks::boot::run)];
 }
 
 /// Validates an SCR entry offline, as apply would before any change (the entry

@@ -41,6 +41,18 @@ pub struct Record {
     /// `/etc/modules-load.d/ib-umad.conf` as it was (aks).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub modules_load: Option<SavedFile>,
+    /// ufw as it was before apply masked it (eks).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub ufw: Option<crate::eks::firewall::UfwRecord>,
+    /// cloud-init's three files as they were (eks, on EC2 hosts).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cloud_init: Vec<SavedFile>,
+    /// The directories of those files apply made (removed at uninstall when empty).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cloud_init_dirs: Vec<String>,
+    /// The instance storage's boot unit, helper and intent were installed (eks).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub instance_storage: bool,
     /// The kernel headers links made on bcm nodes (one per running kernel).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub header_links: Vec<LinkRecord>,
@@ -110,6 +122,10 @@ impl StateRecord for Record {
             && self.chrony.is_none()
             && !self.chrony_restart_owed
             && self.modules_load.is_none()
+            && !self.instance_storage
+            && self.ufw.is_none()
+            && self.cloud_init.is_empty()
+            && self.cloud_init_dirs.is_empty()
             && self.header_links.is_empty()
     }
 }

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 //! What nvidia-setup says of an SCR entry before a rollout
-//! ([`skyhook_core::review::Review`]): the kernel entry needs a reboot, AKS's
+//! ([`skyhook_core::review::Review`]): the kernel entry needs a reboot, and so does
+//! the EKS full entry (the instance storage's array is built at boot); AKS's
 //! settings a restart of containerd and kubelet, bcm's link nothing.
 
 use skyhook_core::profile::Catalog;
@@ -31,6 +32,9 @@ impl Review for NvidiaSetup {
             Some("bcm") => Interrupt::NoOp,
             _ if entry.env(INSTALL_KERNEL).map(str::trim) == Some("true") => Interrupt::Reboot,
             Some("aks") => Interrupt::service(["containerd", "kubelet"]),
+            // The instance storage's array is built by a boot unit (every EKS GPU
+            // instance type has instance storage).
+            Some("eks") => Interrupt::Reboot,
             _ => Interrupt::NoOp,
         })
     }

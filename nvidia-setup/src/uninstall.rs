@@ -3,13 +3,15 @@
 //! configMap and environment are not read. GRUB's saved entry and
 //! `/etc/default/grub` come back, the pin file and the holds this package made go,
 //! the headers links it made go, and aks's modules-load.d file and the tuning
-//! engine's memlock settings (the engine's own uninstall) go, and the OFI files and
-//! chrony's configuration come back (packages installed or upgraded stay). An installed kernel stays installed (removing the
+//! engine's memlock settings (the engine's own uninstall) go, and the OFI files,
+//! chrony's configuration, ufw, cloud-init's files and the inotify limits come back
+//! (packages installed or upgraded stay; the instance storage's array stays). An installed kernel stays installed (removing the
 //! kernel a node may be running is never safe); the next boot follows the restored
 //! default.
 
 use skyhook_core::{Checklist, Mode, Outcome, Result, Step};
 
+use crate::eks::inotify;
 use crate::kernel::{boot, pin};
 use crate::record::Record;
 use crate::{aks, eks, headers, ib_modules};
@@ -23,23 +25,10 @@ pub fn uninstall(step: &Step) -> Result<Outcome> {
     ib_modules::release(step, &mut record)?;
     eks::release(step, &mut record)?;
     aks::take_over_upstream(step)?;
-    let outcome = engine_if_recorded(step, Mode::Uninstall)?;
+    let outcome = aks::engine().run_if_recorded(step, Mode::Uninstall)?;
     record.save(step)?;
     log::info!("uninstall: nothing of nvidia-setup is left recorded (an installed kernel stays installed)");
     Ok(outcome)
-}
-
-/// The tuning engine's `mode` where it recorded something (aks); else only the
-/// directories an engine's uninstall killed half way left empty go.
-fn engine_if_recorded(step: &Step, mode: Mode) -> Result<Outcome> {
-    let engine_step = step.derived(aks::ENGINE_KIND, aks::input());
-    if engine_step.state().exists() {
-        return aks::engine(step, mode);
-    }
-    if mode == Mode::Uninstall {
-        engine_step.state().prune()?;
-    }
-    Ok(Outcome::done())
 }
 
 /// uninstall-check: nothing is recorded any more.
@@ -52,5 +41,8 @@ pub fn uninstall_check(step: &Step) -> Result<Outcome> {
             step.state().file().display()
         )
     });
-    list.finish_after(engine_if_recorded(step, Mode::UninstallCheck))
+    let engines = inotify::recorded()
+        .run_if_recorded(step, Mode::UninstallCheck)
+        .and_then(|_| aks::engine().run_if_recorded(step, Mode::UninstallCheck));
+    list.finish_after(engines)
 }

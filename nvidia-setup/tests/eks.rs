@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 //! The EKS full entry on a simulated node running the combination's kernel: apt
 //! (tools, the opt-in upgrade and its runtime guard), EFA required, the OFI files
-//! and ldconfig, chrony configured once and restarted, the instance storage
-//! refused unless absent or mounted; the bash version's files taken over,
+//! and ldconfig, chrony configured once and restarted, instance storage mounted by
+//! the AMI left alone (its array: tests/instance_storage.rs); the bash version's files taken over,
 //! uninstall, kill points.
 
 mod common;
@@ -103,9 +103,9 @@ fn missing_tools_are_installed_and_the_bash_versions_files_are_taken_over() {
 }
 
 #[test]
-fn instance_storage_with_nothing_mounted_is_refused_before_any_change() {
+fn a_missing_efa_part_is_refused_before_any_change() {
     type Setup = fn(&Node);
-    let cases: [(&str, Setup, &str); 4] = [
+    let cases: [(&str, Setup, &str); 3] = [
         (
             "no efa package",
             |n| {
@@ -126,17 +126,6 @@ fn instance_storage_with_nothing_mounted_is_refused_before_any_change() {
                 std::fs::remove_dir_all(n.path("/opt/amazon/ofi-nccl")).unwrap();
             },
             "/opt/amazon/ofi-nccl is not a directory",
-        ),
-        (
-            "instance storage",
-            |n| {
-                for i in 1..=2 {
-                    let name = format!("/dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_AWS{i}");
-                    std::fs::create_dir_all(n.path("/dev/disk/by-id")).unwrap();
-                    std::os::unix::fs::symlink(format!("../../nvme{i}n1"), n.path(&name)).unwrap();
-                }
-            },
-            "2 NVMe instance-store disk(s) (nvme-Amazon_EC2_NVMe_Instance_Storage_AWS1, ",
         ),
     ];
     for (what, setup, says) in cases {
@@ -252,4 +241,76 @@ fn a_dpkg_left_half_done_is_finished_before_apt_runs_or_reported() {
     run(&n, "apply", 1).expect_output("efa (half-configured)");
     before.assert_same(&n.snapshot());
     assert!(!n.calls().iter().any(|c| c.contains(" install ")), "{:?}", n.calls());
+}
+
+#[test]
+fn on_ec2_ufw_is_masked_cloud_init_waits_for_the_metadata_device_and_uninstall_gives_them_back() {
+    let n = eks_ec2();
+    n.file(CHRONY, CHRONY_CONF);
+    let before = n.snapshot();
+    run(&n, "apply", 0).expect_output("ufw.service stopped, disabled and masked");
+    assert_eq!(
+        std::fs::read_link(n.path("/etc/systemd/system/ufw.service")).unwrap(),
+        std::path::Path::new("/dev/null"),
+        "masked"
+    );
+    assert!(
+        !n.exists("/etc/systemd/system/multi-user.target.wants/ufw.service"),
+        "disabled"
+    );
+    assert!(!n.exists("/run/stand-in-units/ufw.pid"), "stopped");
+    assert_eq!(
+        n.read("/etc/cloud/cloud.cfg.d/99-dgxcloud.cfg").as_deref(),
+        Some("datasource:\n  Ec2:\n    max_wait: 300\n    timeout: 30\n")
+    );
+    let drop_in = n
+        .read("/etc/systemd/system/cloud-init-local.service.d/10-wait-for-net-device.conf")
+        .unwrap();
+    assert!(
+        drop_in.contains("\nRequires=dev-ec2imds.device\nAfter=dev-ec2imds.device\n"),
+        "{drop_in}"
+    );
+    let rule = n.read("/etc/udev/rules.d/10-ec2imds.rules").unwrap();
+    assert!(rule.contains("DRIVERS==\"ena|vif\"") && rule.contains("ENV{SYSTEMD_ALIAS}+=\"/dev/ec2imds\""));
+    // The inotify limits: instances raised to the floor, watches kept above it.
+    assert_eq!(
+        n.read("/proc/sys/fs/inotify/max_user_instances").as_deref(),
+        Some("65535\n")
+    );
+    assert_eq!(
+        n.read("/proc/sys/fs/inotify/max_user_watches").as_deref(),
+        Some("1048576\n")
+    );
+    run(&n, "apply-check", 0);
+    run(&n, "post-interrupt-check", 0);
+
+    let applied = n.snapshot();
+    n.clear_calls();
+    run(&n, "apply", 0);
+    applied.assert_same(&n.snapshot());
+    assert_eq!(
+        count(&n.calls(), "systemctl mask") + count(&n.calls(), "systemctl stop"),
+        0
+    );
+
+    run(&n, "uninstall", 0).expect_output("ufw.service unmasked, enabled and started");
+    run(&n, "uninstall-check", 0);
+    before.assert_same(&n.snapshot());
+}
+
+#[test]
+fn cloud_init_is_left_alone_off_ec2_and_an_unmasked_ufw_fails_the_check() {
+    let n = eks_ec2();
+    n.file(CHRONY, CHRONY_CONF);
+    std::fs::remove_file(n.path("/sys/class/net/ens5/device/driver")).unwrap();
+    std::os::unix::fs::symlink(
+        "../../../../bus/pci/drivers/virtio_net",
+        n.path("/sys/class/net/ens5/device/driver"),
+    )
+    .unwrap();
+    run(&n, "apply", 0).expect_output("cloud-init: not an EC2 network device");
+    assert!(!n.exists("/etc/cloud/cloud.cfg.d/99-dgxcloud.cfg"));
+    assert!(!n.exists("/etc/systemd/system/cloud-init-local.service.d"));
+    n.run_stand_in("systemctl", &["unmask", "ufw.service"]).expect_code(0);
+    run(&n, "apply-check", 1).expect_output("ufw.service is not masked");
 }

@@ -3,7 +3,8 @@
 //! system calls (skyhook_testkit::killpoint), run again, and must end exactly where
 //! an uninterrupted run ends (packages, `/etc/default/grub`, GRUB's saved entry and
 //! configuration, pin file, holds, links, the aks and EKS files, the EFA installer's
-//! scratch directory, record), with its check passing.
+//! scratch directory, the instance storage's unit and the array the boot unit
+//! builds, record), with its check passing.
 
 mod common;
 
@@ -60,8 +61,32 @@ fn the_eks_steps_and_their_removal_each_converges_after_a_kill() {
 }
 
 #[test]
+fn the_ec2_settings_and_their_removal_each_converges_after_a_kill() {
+    let n = eks_ec2();
+    n.file("/etc/chrony/chrony.conf", CHRONY_CONF);
+    apply_then_uninstall_converge(&n);
+}
+
+#[test]
 fn the_efa_install_converges_after_a_kill() {
     let n = eks_without_efa("1.48.0");
     n.file("/etc/chrony/chrony.conf", CHRONY_CONF);
     KillPoints::new(&n, "apply").check("apply-check").assert_converges();
+}
+
+#[test]
+fn the_instance_storage_units_install_and_removal_each_converges_after_a_kill() {
+    let n = common::disks::eks_node();
+    apply_then_uninstall_converge(&n);
+}
+
+#[test]
+fn a_boot_building_the_array_converges_after_a_kill() {
+    let n = common::disks::eks_node();
+    run(&n, "apply", 0);
+    assert_eq!(common::disks::reboot(&n), Some(0));
+    common::disks::first_boot_again(&n);
+    KillPoints::new(&n, "assemble-instance-storage")
+        .check("post-interrupt-check")
+        .assert_converges();
 }

@@ -255,7 +255,7 @@ fn show_lists_a_catalog_without_intents_by_service_and_accelerator() {
     assert!(text.contains("LimitMEMLOCK=infinity"), "{text}");
     let out = setup_show("eks", "gb300");
     let text = stdout(&out);
-    assert!(text.contains("needs a reboot: yes (kernel)"), "{text}");
+    assert!(text.contains("needs a reboot: yes (kernel, raid0)"), "{text}");
     assert!(text.contains("6.17.0-1019-aws-64k (aarch64)"), "{text}");
     let out = setup_show("eks", "vr200");
     assert_eq!(out.status.code(), Some(2));

@@ -6,6 +6,8 @@
 //! offer, and the stand-ins [`APT_MARK`] and [`DPKG`].
 #![allow(dead_code)]
 
+pub mod disks;
+
 pub use skyhook_testkit::{DistPackage, Manager, Node, Run};
 
 use skyhook_testkit::boot_tools::{GRUB_EDITENV, GRUB_SET_DEFAULT, UPDATE_GRUB};
@@ -82,6 +84,8 @@ pub fn node() -> Node {
     n.file("/etc/os-release", "ID=ubuntu\nVERSION_ID=\"24.04\"\nID_LIKE=debian\n")
         .file("/proc/sys/kernel/arch", "x86_64\n")
         .file("/proc/sys/kernel/osrelease", format!("{RUNNING}\n"))
+        .file("/proc/sys/fs/inotify/max_user_instances", "128\n")
+        .file("/proc/sys/fs/inotify/max_user_watches", "1048576\n")
         .file(&format!("/boot/vmlinuz-{RUNNING}"), "kernel")
         .file("/etc/default/grub", GRUB_DEFAULTS)
         .package_manager(Manager::Apt, &catalog)
@@ -125,12 +129,35 @@ pub fn apt_calls(n: &Node) -> Vec<String> {
     n.calls().into_iter().filter(|c| c.starts_with("apt-get")).collect()
 }
 
-/// A `systemctl` stand-in for the tuning engine's steps: `show -p MainPID`
-/// (skyhook_testkit::systemctl_show_main_pid) and every other verb
-/// (`daemon-reload`, …) a logged success.
+/// A `systemctl` stand-in (systemd v255 `src/systemctl/`), as far as the package
+/// uses it: `show -p MainPID` (skyhook_testkit::systemctl_show_main_pid);
+/// `enable U` links `U` (in `/etc/systemd/system`, else `/usr/lib/systemd/system`)
+/// into the `.wants` directory of its `WantedBy=` target
+/// (a unit file without one, or a missing one, fails), `disable U` removes those
+/// links, `is-enabled U` answers `enabled` (exit 0) while a link exists, else
+/// `disabled` (exit 1); `is-active U` is `active` while the unit has a main process
+/// (skyhook_testkit::systemd::run_unit), else `inactive` (exit 3); every other verb
+/// `mask U` links `U` in `/etc/systemd/system` to `/dev/null` (`is-enabled` then
+/// says `masked`, exit 1), `unmask U` removes that link; `stop U` takes the main
+/// process away (kept aside), `start U` brings it back and fails for a masked unit
+/// (exit 1, "Unit U is masked."); every other verb
+/// (`daemon-reload`, `restart`, …) a logged success.
 pub const SYSTEMCTL: &str = concat!(
-    "R=\"$SKYHOOK_HOST_ROOT\"\ncase \"$1\" in\n",
+    "R=\"$SKYHOOK_HOST_ROOT\"; S=\"$R/etc/systemd/system\"\ncase \"$1\" in\n",
     skyhook_testkit::systemctl_show_main_pid!(),
+    r#"  enable) f="$S/$2"; [ -f "$f" ] || f="$R/usr/lib/systemd/system/$2"; w=$(sed -n 's/^WantedBy=//p' "$f" 2>/dev/null)
+    [ -n "$w" ] || { echo "Failed to enable unit: Unit file $2 does not exist." >&2; exit 1; }
+    mkdir -p "$S/$w.wants" && ln -sfn "${f#"$R"}" "$S/$w.wants/$2" ;;
+  disable) rm -f "$S"/*.wants/"$2" ;;
+  is-enabled) [ "$(readlink "$S/$2")" = /dev/null ] && { echo masked; exit 1; }
+    for l in "$S"/*.wants/"$2"; do [ -L "$l" ] && { echo enabled; exit 0; }; done; echo disabled; exit 1 ;;
+  is-active) [ -f "$R/run/stand-in-units/${2%.service}.pid" ] && { echo active; exit 0; }; echo inactive; exit 3 ;;
+  mask) ln -sfn /dev/null "$S/$2" ;;
+  unmask) [ "$(readlink "$S/$2")" != /dev/null ] || rm -f "$S/$2" ;;
+  stop) P="$R/run/stand-in-units/${2%.service}.pid"; [ ! -f "$P" ] || mv "$P" "$(dirname "$0")/stopped-$2" ;;
+  start) [ "$(readlink "$S/$2")" != /dev/null ] || { echo "Failed to start $2: Unit $2 is masked." >&2; exit 1; }
+    P="$(dirname "$0")/stopped-$2"; [ ! -f "$P" ] || mv "$P" "$R/run/stand-in-units/${2%.service}.pid" ;;
+"#,
     "  *) : ;;\nesac\n"
 );
 
@@ -220,6 +247,8 @@ pub fn eks_packages() -> Vec<DistPackage> {
         "[ -f \"$R/etc/chrony/chrony.conf\" ] || {{ mkdir -p \"$R/etc/chrony\" && printf '%s' '{CHRONY_CONF}' > \"$R/etc/chrony/chrony.conf\"; }}"
     )));
     p.push(DistPackage::new("efa", "3.0.0-1"));
+    p.push(DistPackage::new("mdadm", "4.3-1ubuntu2"));
+    p.push(DistPackage::new("xfsprogs", "6.6.0-1ubuntu2"));
     p.push(DistPackage::new("containerd", "1.7.28-0ubuntu1"));
     p
 }
@@ -250,6 +279,35 @@ pub fn eks() -> Node {
     .stand_in("dkms", DKMS)
     .stand_in("ldconfig", "exit 0");
     std::fs::write(n.commands_dir().join("dkms-efa"), EFA_DKMS).unwrap();
+    n.clear_calls();
+    n
+}
+
+/// Ubuntu 24.04's `ufw.service`, abridged.
+pub const UFW_UNIT: &str = "[Unit]\nDescription=Uncomplicated firewall\n\n[Service]\nType=oneshot\n\
+                            RemainAfterExit=yes\nExecStart=/lib/ufw/ufw-init start quiet\n\n[Install]\n\
+                            WantedBy=multi-user.target\n";
+
+/// An EKS node on EC2 ([`eks`]): an ENA network device (`ens5`), cloud-init
+/// installed, and Ubuntu's ufw enabled and running.
+pub fn eks_ec2() -> Node {
+    let n = eks();
+    n.file("/usr/lib/systemd/system/ufw.service", UFW_UNIT)
+        .file("/etc/cloud/cloud.cfg.d/90_dpkg.cfg", "datasource_list: [ Ec2, None ]\n");
+    std::fs::create_dir_all(n.path("/etc/systemd/system/multi-user.target.wants")).unwrap();
+    std::os::unix::fs::symlink(
+        "/usr/lib/systemd/system/ufw.service",
+        n.path("/etc/systemd/system/multi-user.target.wants/ufw.service"),
+    )
+    .unwrap();
+    skyhook_testkit::systemd::run_unit(&n, "ufw", 731, skyhook_testkit::systemd::DEFAULT_STACK);
+    std::fs::create_dir_all(n.path("/sys/class/net/ens5/device")).unwrap();
+    std::fs::create_dir_all(n.path("/sys/class/net/lo")).unwrap();
+    std::os::unix::fs::symlink(
+        "../../../../bus/pci/drivers/ena",
+        n.path("/sys/class/net/ens5/device/driver"),
+    )
+    .unwrap();
     n.clear_calls();
     n
 }

@@ -234,7 +234,8 @@ fn efa_package() -> (String, String) {
 
 /// A node for the EKS steps: the tools they install and the local repository's
 /// `efa` (with `postinsts`, which may fail its install: then dpkg is left as it
-/// says), a `dkms` answering for its module, the eks kernel running, nothing mounted.
+/// says), a `dkms` answering for its module, the eks kernel running, the inotify
+/// limits of an older kernel (the fake `/proc/sys`), nothing mounted.
 fn eks_node(postinsts: &[(&str, &str)]) -> Node {
     let node = Node::fresh();
     repository(&node, &[efa_package()], postinsts);
@@ -247,6 +248,8 @@ fn eks_node(postinsts: &[(&str, &str)]) -> Node {
          && apt-get install -y -q --no-install-recommends curl git wget gpg chrony >/dev/null 2>&1; \
          apt-get install -y -q efa >/dev/null 2>&1; true");
     node.write("/proc/sys/kernel/osrelease", &format!("{KERNEL}\n"));
+    node.write("/proc/sys/fs/inotify/max_user_instances", "128\n");
+    node.write("/proc/sys/fs/inotify/max_user_watches", "8192\n");
     node.write(
         "/proc/1/mountinfo",
         "22 1 253:1 / / rw,relatime shared:1 - ext4 /dev/vda1 rw\n",
