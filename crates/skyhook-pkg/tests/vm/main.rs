@@ -14,7 +14,8 @@
 //!   a bash script in the guest and returns its exit code, output and files), asserts.
 //! - [`prepare`]: the guests of `.ci/run`'s VM step readied ahead of it, nothing booted.
 //! - one module per scenario: [`smoke`], [`tuning`], [`tuned`], [`kdump`], [`shellscript`],
-//!   [`nvidia`] (nvidia-tuned and nvidia-tuning-gke), [`unload_and_bind`] (copy-fail and
+//!   [`nvidia`] (nvidia-tuned and nvidia-tuning-gke), [`nvidia_setup`] (the EKS
+//!   instance storage's RAID0 array, with NVMe disks), [`unload_and_bind`] (copy-fail and
 //!   bind-mount on one machine, with a second disk); [`catalog`]: what the NVIDIA
 //!   scenarios expect of a chain, read from `skyhook-pkg profiles show`.
 //!
@@ -33,6 +34,7 @@ mod vm;
 
 mod kdump;
 mod nvidia;
+mod nvidia_setup;
 mod prepare;
 mod shellscript;
 mod smoke;

@@ -84,6 +84,9 @@ pub struct Qemu {
 pub struct Launch {
     /// Virtio disks in order (`/dev/vda`, `/dev/vdb`, …): path and format.
     pub disks: Vec<(PathBuf, &'static str)>,
+    /// NVMe disks in order (`/dev/nvme0n1`, …): a raw image and the controller's
+    /// serial number.
+    pub nvme: Vec<(PathBuf, String)>,
     /// Where the serial console (ttyS0) is written.
     pub console: PathBuf,
     /// How long the guest may run.
@@ -250,6 +253,15 @@ impl Qemu {
                 "file={},format={format},if=virtio,cache=unsafe,index={i}",
                 path.display()
             ));
+        }
+        for (i, (path, serial)) in launch.nvme.iter().enumerate() {
+            cmd.arg("-drive")
+                .arg(format!(
+                    "file={},format=raw,if=none,id=nvme{i},cache=unsafe",
+                    path.display()
+                ))
+                .arg("-device")
+                .arg(format!("nvme,drive=nvme{i},serial={serial}"));
         }
         // No option ROM: x86's iPXE ROM means nothing to the arm64 UEFI firmware.
         let nic = match self.arch {

@@ -27,7 +27,8 @@
 //! A scenario can give the machine more disks ([`Vm::add_disk`]: an ext4 file system
 //! made from files it names, attached after the data disk to every following boot, as
 //! `/dev/vdc`, `/dev/vdd`, …) and read files back from them between boots
-//! ([`Vm::disk_file`]).
+//! ([`Vm::disk_file`]), and blank NVMe disks ([`Vm::add_nvme`], `/dev/nvme0n1`, …),
+//! which [`Vm::replace_nvme`] swaps for new blank ones between boots.
 //!
 //! Every boot prints one progress line to stderr as it ends (`vm: boot 4 (arm64
 //! tuning-arm64 02-after-reboot): up in 54 s, exit 0, 110 s of its 960 s limit`). Time
@@ -322,13 +323,22 @@ pub struct BootSpec<'a> {
 /// An error means the boot itself went wrong (timeout, qemu failure, the guest went
 /// down before the script finished); the script's own failure is [`Boot::code`].
 pub fn boot_once(qemu: &Qemu, spec: BootSpec, script: &str) -> Result<Boot, String> {
-    boot_once_with(qemu, spec, &[], script)
+    boot_once_with(qemu, spec, &Extra::default(), script)
 }
 
-/// [`boot_once`] with `extra` raw disks attached after the data disk, in order
-/// (`/dev/vdc`, `/dev/vdd`, …): the disks a scenario gave its machine
-/// ([`Vm::add_disk`]).
-pub fn boot_once_with(qemu: &Qemu, spec: BootSpec, extra: &[PathBuf], script: &str) -> Result<Boot, String> {
+/// The disks a scenario gave its machine beyond the boot and data disks.
+#[derive(Debug, Clone, Default)]
+pub struct Extra {
+    /// Raw virtio disks, attached after the data disk in order (`/dev/vdc`, …):
+    /// [`Vm::add_disk`].
+    pub virtio: Vec<PathBuf>,
+    /// Raw NVMe disks and their serial numbers, in order (`/dev/nvme0n1`, …):
+    /// [`Vm::add_nvme`].
+    pub nvme: Vec<(PathBuf, String)>,
+}
+
+/// [`boot_once`] with the `extra` disks a scenario gave its machine.
+pub fn boot_once_with(qemu: &Qemu, spec: BootSpec, extra: &Extra, script: &str) -> Result<Boot, String> {
     let dir = spec.work.join(spec.label);
     cache::remove(&dir)?;
     fs::create_dir_all(&dir).map_err(|e| format!("{}: {e}", dir.display()))?;
@@ -343,8 +353,9 @@ pub fn boot_once_with(qemu: &Qemu, spec: BootSpec, extra: &[PathBuf], script: &s
     let ran = qemu.run(&Launch {
         disks: [(spec.disk.0.to_path_buf(), spec.disk.1), (data.clone(), "raw")]
             .into_iter()
-            .chain(extra.iter().map(|d| (d.clone(), "raw")))
+            .chain(extra.virtio.iter().map(|d| (d.clone(), "raw")))
             .collect(),
+        nvme: extra.nvme.clone(),
         console: console.clone(),
         timeout: spec.timeout,
         cpu: spec.cpu,
@@ -566,8 +577,8 @@ pub struct Vm {
     timeout: Duration,
     /// Bash run before every boot's script ([`Vm::define`], [`Vm::package`]).
     defines: String,
-    /// The disks of [`Vm::add_disk`], attached after the data disk.
-    disks: Vec<PathBuf>,
+    /// The disks of [`Vm::add_disk`] and [`Vm::add_nvme`].
+    disks: Extra,
 }
 
 impl Vm {
@@ -621,7 +632,7 @@ impl Vm {
             boots: 0,
             timeout: DEFAULT_TIMEOUT,
             defines: String::new(),
-            disks: Vec::new(),
+            disks: Extra::default(),
         }
     }
 
@@ -682,8 +693,31 @@ impl Vm {
         if let Err(e) = made() {
             panic!("{}: cannot make disk {label}: {e}", self.name);
         }
-        self.disks.push(image.clone());
+        self.disks.virtio.push(image.clone());
         image
+    }
+
+    /// Gives the machine one more NVMe disk for every following boot: `mib` MiB,
+    /// blank (sparse zeros), its controller's serial number `serial` (udev's
+    /// `/dev/disk/by-id/nvme-QEMU_NVMe_Ctrl_<serial>`). The NVMe disks are attached
+    /// in the order added: the first is `/dev/nvme0n1` in the guest. Returns its index.
+    pub fn add_nvme(&mut self, serial: &str, mib: u64) -> usize {
+        let index = self.disks.nvme.len();
+        let image = self.work.join(format!("nvme-{index}.img"));
+        self.disks.nvme.push((image, String::new()));
+        self.replace_nvme(index, serial, mib);
+        index
+    }
+
+    /// Replaces NVMe disk `index` with a new blank one of `mib` MiB under `serial`:
+    /// what a cloud instance's stop and start does to its instance storage.
+    pub fn replace_nvme(&mut self, index: usize, serial: &str, mib: u64) {
+        let (image, old) = &mut self.disks.nvme[index];
+        let made = fs::File::create(&*image).and_then(|f| f.set_len(mib << 20));
+        if let Err(e) = made {
+            panic!("{}: cannot make NVMe disk {}: {e}", self.name, image.display());
+        }
+        *old = serial.to_string();
     }
 
     /// The text of `path` (absolute in its file system) on a disk of
