@@ -9,8 +9,9 @@
 //! dpkg package `efa`, a stand-in `dkms` listing its module: the guest builds none);
 //! the kernel target is the guest's own (`NVIDIA_KERNEL`).
 //!
-//! 1. apply (the lifecycle up to the interrupt) enables the boot unit and asks for a
-//!    reboot; the disks are untouched.
+//! 1. With an ext4 file system on one disk, apply refuses (exit 2, naming it) and
+//!    changes nothing; with the disk wiped, apply (the lifecycle up to the
+//!    interrupt) enables the boot unit and asks for a reboot; the disks are untouched.
 //! 2. After the reboot the unit has created the array over both disks, formatted and
 //!    mounted it, and bound kubelet's, containerd's and the pod logs' directories onto
 //!    it (their content copied); post-interrupt-check passes; a file is written
@@ -77,6 +78,17 @@ chmod 755 /usr/local/sbin/dkms
 mkdir -p /var/lib/kubelet /var/lib/containerd
 echo "$marker" > /var/lib/kubelet/marker
 echo db > /var/lib/containerd/meta.db
+
+# A disk with a file system on it (the real blkid finds it): refused, nothing changed.
+mkfs.ext4 -q -L not-ours /dev/nvme1n1
+snapshot /etc /var/lib/skyhook-packages > /tmp/before-refusal
+setup apply --env NVIDIA_KERNEL=$kernel > /tmp/refused 2>&1 || true
+keep /tmp/refused
+awk '/ ms  / && $1 == "apply" && $3 == "2"' /tmp/refused | grep -q . || fail "apply over an ext4 disk did not exit 2"
+grep -q "/dev/nvme1n1 (nvme-Amazon_EC2_NVMe_Instance_Storage_AWS2222) holds a ext4 file system" /tmp/refused \
+    || fail "the refusal does not name the disk"
+expect_same_snapshot "after the refusal" /tmp/before-refusal /etc /var/lib/skyhook-packages
+wipefs -q -a /dev/nvme1n1
 
 setup --lifecycle --until-interrupt --env NVIDIA_KERNEL=$kernel
 expect_eq "the boot unit" "$(systemctl is-enabled $unit)" enabled
