@@ -8,7 +8,7 @@
 //! | bcm headers | `/usr/src/linux-<running>/.config` resolves | the same, after the reboot |
 //! | kernel install | the running kernel satisfies the target, or: its packages installed, `GRUB_DEFAULT=saved`, GRUB's saved entry the kernel's, the pin and holds when asked | the running kernel satisfies the target |
 //! | aks-h100 | `ib_umad` loaded and listed for the boot; the tuning engine's config-check (its files, pam_limits) | the same, with the engine's post-interrupt-check (containerd's and kubelet's running `/proc/<pid>/limits`) |
-//! | eks full entry | the running kernel satisfies the target; EFA installed (package and DKMS module), the OFI files; chrony's configuration; instance storage absent or mounted, or the boot unit installed and enabled | the same, and the array mounted with the directories bound |
+//! | eks full entry | the running kernel satisfies the target; EFA installed (package and DKMS module), the OFI files; chrony's configuration; the inotify limits (the engine's config-check), ufw masked, cloud-init's files on EC2; instance storage absent or mounted, or the boot unit installed and enabled | the same, and the array mounted with the directories bound |
 
 use skyhook_core::boot::defaults::{GRUB_DEFAULTS, assignment_args};
 use skyhook_core::boot::menu::{GRUBENV, env_value};

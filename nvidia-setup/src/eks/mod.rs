@@ -7,7 +7,8 @@
 //!
 //! Everything that can refuse is checked before anything changes: every
 //! instance-storage disk must be blank or a member of the array [`disks`] builds
-//! (at the next boot, from a unit apply enables: a reboot); an `apt-get upgrade`
+//! (at the next boot, from a unit apply enables: a reboot); the kernel must have
+//! the inotify limits; an `apt-get upgrade`
 //! that would replace the container runtime or kubelet is refused before it starts.
 //! EFA is installed when missing; the OFI prefix it brings must then exist.
 
