@@ -20,8 +20,6 @@ pub const STEP: &str = "rdma-vfs-ready";
 pub const UNIT: &str = "rdma-vfs-ready.service";
 /// Where the unit goes.
 pub const UNIT_PATH: &str = "/etc/systemd/system/rdma-vfs-ready.service";
-/// The enablement link `systemctl enable` makes (`WantedBy=multi-user.target`).
-pub const WANTS_LINK: &str = "/etc/systemd/system/multi-user.target.wants/rdma-vfs-ready.service";
 /// Where the helper goes (the unit's `ExecStart`).
 pub const HELPER_PATH: &str = "/usr/local/sbin/wait-rdma-vfs.sh";
 
@@ -67,13 +65,8 @@ pub fn remove(ledger: &mut Ledger) -> Result<()> {
     let systemd = Systemd::new(ledger.host());
     let enabled = ledger.changes.units.contains(UNIT);
     if enabled {
-        if ledger.host().exists(UNIT_PATH) {
-            systemd.disable(UNIT)?;
-        } else if ledger.host().read_link(WANTS_LINK)?.as_deref() == Some(Path::new(UNIT_PATH)) {
-            // The unit file went (by hand, or a partial run) but its enablement link
-            // stayed, which systemctl cannot disable any more: remove the link.
-            ledger.host().remove(WANTS_LINK)?;
-        }
+        // The unit file may be gone (by hand, or a partial run) with its link left.
+        systemd.disable_installed(UNIT, UNIT_PATH)?;
         ledger.changes.units.remove(UNIT);
         ledger.save()?;
     }

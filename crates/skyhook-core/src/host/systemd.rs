@@ -19,6 +19,9 @@ const UNIT_DIRS: [&str; 5] = [
     "/lib/systemd/system",
 ];
 
+/// Where `systemctl enable` links the units it enables (`<target>.wants/`).
+const ENABLEMENT_DIR: &str = "/etc/systemd/system";
+
 /// systemd operations on one host.
 pub struct Systemd<'h> {
     host: &'h Host,
@@ -88,6 +91,34 @@ impl<'h> Systemd<'h> {
     pub fn disable(&self, unit: &str) -> Result<(), HostError> {
         self.host.run_ok(&Cmd::new("systemctl").args(["disable", unit]))?;
         Ok(())
+    }
+
+    /// Disables `unit`, whose file a package installed at `path` (in
+    /// `/etc/systemd/system`): with `systemctl disable` while the file is there. Once it
+    /// is gone (removed by hand) systemctl cannot disable it any more, so the links
+    /// named `unit` that point at `path` in `/etc/systemd/system/*.wants/` and
+    /// `*.requires/` (what `enable` made) are removed instead; any other link stays.
+    /// Returns whether anything was disabled.
+    pub fn disable_installed(&self, unit: &str, path: &str) -> Result<bool, HostError> {
+        if self.host.exists(path) {
+            self.disable(unit)?;
+            return Ok(true);
+        }
+        let mut removed = false;
+        for dir in self.host.list_dir(ENABLEMENT_DIR)? {
+            if !(dir.ends_with(".wants") || dir.ends_with(".requires")) {
+                continue;
+            }
+            let link = std::path::Path::new(ENABLEMENT_DIR).join(&dir).join(unit);
+            if self.host.read_link(&link)?.as_deref() == Some(std::path::Path::new(path)) {
+                removed |= self.host.remove(&link)?;
+                log::info!(
+                    "removed {}: {unit} was enabled but its file {path} is gone",
+                    link.display()
+                );
+            }
+        }
+        Ok(removed)
     }
 
     /// `systemctl mask <unit>` (works without a running systemd): its unit file in
@@ -237,6 +268,44 @@ mod tests {
         assert_eq!(s.is_active("tuned").unwrap(), Some(false));
         assert!(s.is_enabled("tuned").unwrap());
         assert_eq!(s.main_pid("containerd").unwrap(), Some(1234));
+    }
+
+    #[test]
+    fn disabling_a_unit_whose_file_is_gone_removes_only_its_own_enablement_links() {
+        let d = tempfile::tempdir().unwrap();
+        let runner = std::sync::Arc::new(RecordingRunner::succeeding());
+        let h = Host::new(d.path(), runner.clone());
+        let s = Systemd::new(&h);
+        let etc = d.path().join("etc/systemd/system");
+        for dir in ["multi-user.target.wants", "local-fs.target.requires", "other.d"] {
+            std::fs::create_dir_all(etc.join(dir)).unwrap();
+        }
+        let ours = "/etc/systemd/system/ours.service";
+        let link = |dir: &str, to: &str| std::os::unix::fs::symlink(to, etc.join(dir).join("ours.service")).unwrap();
+        link("multi-user.target.wants", ours);
+        link("local-fs.target.requires", ours);
+        link("other.d", ours);
+        std::os::unix::fs::symlink("/lib/systemd/system/ours.service", etc.join("ours-elsewhere")).unwrap();
+        assert!(s.disable_installed("ours.service", ours).unwrap());
+        assert!(!etc.join("multi-user.target.wants/ours.service").is_symlink());
+        assert!(!etc.join("local-fs.target.requires/ours.service").is_symlink());
+        assert!(
+            etc.join("other.d/ours.service").is_symlink(),
+            "not an enablement directory"
+        );
+        assert!(
+            runner.calls().is_empty(),
+            "systemctl cannot disable a unit without its file"
+        );
+        // A link of the same name to another file is someone else's.
+        std::fs::remove_file(etc.join("other.d/ours.service")).unwrap();
+        link("multi-user.target.wants", "/lib/systemd/system/ours.service");
+        assert!(!s.disable_installed("ours.service", ours).unwrap());
+        assert!(etc.join("multi-user.target.wants/ours.service").is_symlink());
+        // With the file there, systemctl disables it.
+        std::fs::write(etc.join("ours.service"), "[Unit]\n").unwrap();
+        assert!(s.disable_installed("ours.service", ours).unwrap());
+        assert_eq!(runner.calls(), ["systemctl disable ours.service"]);
     }
 
     #[test]
