@@ -283,6 +283,17 @@ fn uninstall_removes_the_unit_and_leaves_the_array_which_a_new_apply_assembles_a
 }
 
 #[test]
+fn uninstall_removes_the_enablement_link_of_a_unit_file_removed_by_hand() {
+    let n = node();
+    run(&n, "apply", 0);
+    std::fs::remove_file(n.path(UNIT_FILE)).unwrap();
+    assert!(n.path(WANTS).is_symlink());
+    run(&n, "uninstall", 0);
+    run(&n, "uninstall-check", 0);
+    assert!(!n.path(WANTS).is_symlink(), "the dangling enablement link is gone");
+}
+
+#[test]
 fn a_damaged_intent_is_named_and_nothing_is_written() {
     for damaged in ["[]\n", "{\"made\": 7}\n", "not json"] {
         let n = node();

@@ -114,11 +114,13 @@ pub fn check(host: &Host) -> Result<Vec<String>> {
     if !wanted(host)? {
         return Ok(Vec::new());
     }
-    Ok(FILES
-        .iter()
-        .filter(|(path, content)| !host.has_content(path, content.as_bytes(), 0o644).unwrap_or(false))
-        .map(|(path, _)| format!("cloud-init: {path} is missing or changed; apply writes it"))
-        .collect())
+    let mut unmet = Vec::new();
+    for (path, content) in FILES {
+        if !host.has_content(path, content.as_bytes(), 0o644)? {
+            unmet.push(format!("cloud-init: {path} is missing or changed; apply writes it"));
+        }
+    }
+    Ok(unmet)
 }
 
 /// uninstall's part: the originals back.

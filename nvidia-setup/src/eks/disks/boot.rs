@@ -42,8 +42,9 @@ pub fn run(host: &Host) -> Result<()> {
         let array = array(host, &mut intent)?;
         format(host, &mut intent, &array)?;
         host.create_dir(MOUNT_POINT, 0o755)?;
-        host.run_ok(&Cmd::new("mount").args(["-t", "xfs", "-o", "defaults,noatime", &array, MOUNT_POINT]))?;
-        log::info!("instance storage: {array} mounted at {MOUNT_POINT}");
+        let device = array.device.as_str();
+        host.run_ok(&Cmd::new("mount").args(["-t", "xfs", "-o", "defaults,noatime", device, MOUNT_POINT]))?;
+        log::info!("instance storage: {device} mounted at {MOUNT_POINT}");
     }
     for dir in DIRECTORIES {
         bind(host, dir)?;
@@ -55,11 +56,19 @@ pub fn run(host: &Host) -> Result<()> {
     Ok(())
 }
 
-/// The array's device: already running (udev's incremental assembly at boot), or
+/// The running array this boot uses.
+struct Array {
+    /// Its device (`/dev/md127`).
+    device: String,
+    /// Its UUID, as its members' RAID metadata gives it.
+    uuid: String,
+}
+
+/// The array: already running (udev's incremental assembly at boot), or
 /// assembled from its members, or created over blank disks. The running array is
 /// found by what holds the disks (`/sys/block/<disk>/holders`), not by a name: udev
 /// names an array after the host that made it, and the host's name may change.
-fn array(host: &Host, intent: &mut Intent) -> Result<String> {
+fn array(host: &Host, intent: &mut Intent) -> Result<Array> {
     let disks = probe::disks(host)?;
     if disks.is_empty() {
         return Err(Error::action(format!(
@@ -71,8 +80,12 @@ fn array(host: &Host, intent: &mut Intent) -> Result<String> {
     if let Some(md) = holder(host, &disks)? {
         if array_state(host, &md)? != "inactive" {
             log::info!("instance storage: the array is running (/dev/{md})");
-            adopt(host, intent, &member_uuid(host)?)?;
-            return Ok(format!("/dev/{md}"));
+            let uuid = member_uuid(host, &disks)?;
+            adopt(host, intent, &uuid)?;
+            return Ok(Array {
+                device: format!("/dev/{md}"),
+                uuid,
+            });
         }
         // udev began assembling it and some member was missing then: an inactive
         // array holds some of the disks. Stopped, it is assembled whole below.
@@ -80,7 +93,7 @@ fn array(host: &Host, intent: &mut Intent) -> Result<String> {
         log::info!("instance storage: stopped the partly assembled /dev/{md}");
     }
     let devices: Vec<&str> = disks.iter().map(|d| d.device.as_str()).collect();
-    match probe::layout(host, &disks)? {
+    let uuid = match probe::layout(host, &disks)? {
         Layout::Blank => create(host, intent, &devices)?,
         Layout::Members(uuid) => {
             host.run_ok(
@@ -90,10 +103,14 @@ fn array(host: &Host, intent: &mut Intent) -> Result<String> {
             )?;
             adopt(host, intent, &uuid)?;
             log::info!("instance storage: assembled {ARRAY} from {}", devices.join(", "));
+            uuid
         }
-    }
+    };
     match holder(host, &disks)? {
-        Some(md) => Ok(format!("/dev/{md}")),
+        Some(md) => Ok(Array {
+            device: format!("/dev/{md}"),
+            uuid,
+        }),
         None => Err(Error::action(format!(
             "instance storage: mdadm started {ARRAY}, but no md device holds {} (/sys/block/*/holders); see \
              `cat /proc/mdstat` and `mdadm --detail {ARRAY}`",
@@ -138,8 +155,8 @@ fn adopt(host: &Host, intent: &mut Intent, uuid: &str) -> Result<()> {
 }
 
 /// Creates the array over blank disks, recording first that a creation is under way
-/// and then the array it made.
-fn create(host: &Host, intent: &mut Intent, devices: &[&str]) -> Result<()> {
+/// and then the array it made; returns its UUID.
+fn create(host: &Host, intent: &mut Intent, devices: &[&str]) -> Result<String> {
     intent.creating = true;
     intent.made = None;
     intent.save(host)?;
@@ -164,27 +181,30 @@ fn create(host: &Host, intent: &mut Intent, devices: &[&str]) -> Result<()> {
             devices[0], devices[0]
         )));
     };
-    intent.made = Some(Made { uuid, formatted: false });
+    intent.made = Some(Made {
+        uuid: uuid.clone(),
+        formatted: false,
+    });
     intent.creating = false;
     intent.save(host)?;
     log::info!("instance storage: created RAID0 {ARRAY} over {}", devices.join(", "));
-    Ok(())
+    Ok(uuid)
 }
 
 /// Makes the array's XFS file system unless it has one: over an array this unit
 /// made and never finished formatting, again with `-f` (it never held data).
-fn format(host: &Host, intent: &mut Intent, array: &str) -> Result<()> {
-    let uuid = member_uuid(host)?;
-    let unfinished = intent.made(&uuid) && !intent.formatted(&uuid);
-    let force = match probe::signature(host, array)? {
+fn format(host: &Host, intent: &mut Intent, array: &Array) -> Result<()> {
+    let Array { device, uuid } = array;
+    let unfinished = intent.made(uuid) && !intent.formatted(uuid);
+    let force = match probe::signature(host, device)? {
         Signature::FileSystem(fs) if fs == "xfs" && !unfinished => return Ok(()),
         Signature::Blank => false,
         _ if unfinished => true,
         other => {
             let what = other.foreign().unwrap_or_else(|| "RAID metadata".to_string());
             return Err(Error::action(format!(
-                "instance storage: {array} holds {what}, not XFS, and this unit did not make it; nothing was \
-                 formatted. Mount it yourself, or wipe it (`wipefs -a {array}`) and reboot"
+                "instance storage: {device} holds {what}, not XFS, and this unit did not make it; nothing was \
+                 formatted. Mount it yourself, or wipe it (`wipefs -a {device}`) and reboot"
             )));
         }
     };
@@ -192,16 +212,19 @@ fn format(host: &Host, intent: &mut Intent, array: &str) -> Result<()> {
     if force {
         cmd = cmd.arg("-f");
     }
-    host.run_ok(&cmd.args(["-l", "su=8b", array]))?;
-    intent.made = Some(Made { uuid, formatted: true });
+    host.run_ok(&cmd.args(["-l", "su=8b", device]))?;
+    intent.made = Some(Made {
+        uuid: uuid.clone(),
+        formatted: true,
+    });
     intent.save(host)?;
-    log::info!("instance storage: made an XFS file system on {array}");
+    log::info!("instance storage: made an XFS file system on {device}");
     Ok(())
 }
 
-/// The array's UUID, read from its first member.
-fn member_uuid(host: &Host) -> Result<String> {
-    for disk in probe::disks(host)? {
+/// The array's UUID, read from the first of `disks` that is a member.
+fn member_uuid(host: &Host, disks: &[probe::Disk]) -> Result<String> {
+    for disk in disks {
         if let Signature::Member { uuid } = probe::signature(host, &disk.device)? {
             return Ok(uuid);
         }

@@ -216,10 +216,9 @@ pub fn release(step: &Step, record: &mut Record) -> Result<()> {
     }
     let host = &step.host;
     let systemd = Systemd::new(host);
-    if host.exists(UNIT_PATH) {
-        systemd.disable(UNIT)?;
-    }
-    if host.remove(UNIT_PATH)? {
+    // The unit file may be gone (by hand) with its enablement link left.
+    let disabled = systemd.disable_installed(UNIT, UNIT_PATH)?;
+    if host.remove(UNIT_PATH)? || disabled {
         systemd.daemon_reload()?;
     }
     host.remove_scratch_tree(std::path::Path::new(STORES_ROOT), STORE)?;
