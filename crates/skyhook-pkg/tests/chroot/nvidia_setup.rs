@@ -14,7 +14,11 @@
 //! whose postinst fails leaves dpkg half-configured: the EKS steps stop before any
 //! change, naming it, and a later apply finishes it with the real `dpkg --configure -a`.
 //!
-//! Its arm64 run is `.ci/run chroot_arm64`'s, as every arm64 run of the tier.
+//! bcm's headers link is made over a headers package the root's own dpkg installed.
+//!
+//! The arm64 runs (the kernel entry with the `-64k` flavour, the EKS steps and bcm
+//! on a GB200 by its label) are `.ci/run chroot_arm64`'s, as every arm64 run of the
+//! tier.
 //!
 //! What it proves with the real tools: the menu path read from the grub.cfg that
 //! Debian's own `update-grub` generated is one GRUB's `grub-set-default` saves
@@ -200,7 +204,18 @@ fn kernel_entry_on(arch: Arch, product: &str, target: &str) {
 #[test]
 #[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
 fn nvidia_setup_runs_the_eks_steps_with_the_real_apt_and_chrony() {
-    let node = eks_node(&[]);
+    eks_steps_on(Arch::Native);
+}
+
+/// eks-gb200 on an arm64 root: the `-64k` kernel running, the same steps.
+#[test]
+#[ignore = "chroot tier, an arm64 run: .ci/run chroot_arm64 (the chroot step runs x86_64 only, for CI's time)"]
+fn nvidia_setup_runs_the_eks_steps_with_the_real_apt_and_chrony_arm64() {
+    eks_steps_on(Arch::Arm64);
+}
+
+fn eks_steps_on(arch: Arch) {
+    let node = eks_node(arch, &[]);
     let original = node.read(CHRONY).expect("Debian's chrony.conf");
     assert!(original.lines().any(|l| l.starts_with("pool ")), "{original}");
     let run = |modes: &[&str]| run_full_entry(&node, modes);
@@ -232,12 +247,13 @@ fn efa_package() -> (String, String) {
     ("efa".to_string(), "opt/amazon/ofi-nccl/lib/.keep".to_string())
 }
 
-/// A node for the EKS steps: the tools they install and the local repository's
-/// `efa` (with `postinsts`, which may fail its install: then dpkg is left as it
-/// says), a `dkms` answering for its module, the eks kernel running, the inotify
-/// limits of an older kernel (the fake `/proc/sys`), nothing mounted.
-fn eks_node(postinsts: &[(&str, &str)]) -> Node {
-    let node = Node::fresh();
+/// A node of `arch` for the EKS steps: the tools they install and the local
+/// repository's `efa` (with `postinsts`, which may fail its install: then dpkg is
+/// left as it says), a `dkms` answering for its module, the eks kernel of `arch`
+/// running, the inotify limits of an older kernel (the fake `/proc/sys`), nothing
+/// mounted.
+fn eks_node(arch: Arch, postinsts: &[(&str, &str)]) -> Node {
+    let node = Node::fresh_of(arch);
     repository(&node, &[efa_package()], postinsts);
     node.write(
         "/usr/sbin/dkms",
@@ -247,7 +263,7 @@ fn eks_node(postinsts: &[(&str, &str)]) -> Node {
     node.sh("export DEBIAN_FRONTEND=noninteractive; apt-get update -q >/dev/null \
          && apt-get install -y -q --no-install-recommends curl git wget gpg chrony >/dev/null 2>&1; \
          apt-get install -y -q efa >/dev/null 2>&1; true");
-    node.write("/proc/sys/kernel/osrelease", &format!("{KERNEL}\n"));
+    node.write("/proc/sys/kernel/osrelease", &format!("{}\n", eks_kernel(arch)));
     node.write("/proc/sys/fs/inotify/max_user_instances", "128\n");
     node.write("/proc/sys/fs/inotify/max_user_watches", "8192\n");
     node.write(
@@ -257,18 +273,30 @@ fn eks_node(postinsts: &[(&str, &str)]) -> Node {
     node
 }
 
-/// The README's EKS full entry's `modes` on `node`, an H100 by its label.
+/// The eks combinations' kernel on `arch` (the 64k-page flavour on arm64).
+fn eks_kernel(arch: Arch) -> String {
+    match arch {
+        Arch::Native => KERNEL.to_string(),
+        Arch::Arm64 => format!("{KERNEL}-64k"),
+    }
+}
+
+/// The accelerator's GFD product label on `arch`.
+fn product(arch: Arch) -> &'static str {
+    match arch {
+        Arch::Native => "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3",
+        Arch::Arm64 => "nvidia.com/gpu.product=NVIDIA-GB200",
+    }
+}
+
+/// The README's EKS full entry's `modes` on `node`, an H100 (arm64: a GB200) by its
+/// label.
 fn run_full_entry(node: &Node, modes: &[&str]) -> crate::Outcome {
     let ex = readme::of("nvidia-setup")
         .into_iter()
         .find(|e| e.name == "nvidia-setup-full")
         .expect("nvidia-setup/README.md has the full entry");
-    node.run_example(
-        "nvidia-setup",
-        &ex,
-        modes,
-        &["--label", "nvidia.com/gpu.product=NVIDIA-H100-80GB-HBM3"],
-    )
+    node.run_example("nvidia-setup", &ex, modes, &["--label", product(node.arch)])
 }
 
 /// An `efa` package whose postinst failed (as the AWS installer's DKMS build can)
@@ -281,7 +309,7 @@ fn run_full_entry(node: &Node, modes: &[&str]) -> crate::Outcome {
 fn nvidia_setup_stops_at_a_half_configured_efa_and_finishes_it_on_a_later_apply() {
     let postinst = "#!/bin/sh\n# fails until the test says otherwise, as a DKMS build can\n\
                     [ -e /etc/efa-postinst-succeeds ] && exit 0\necho 'efa: module build failed' >&2\nexit 1\n";
-    let node = eks_node(&[("efa", postinst)]);
+    let node = eks_node(Arch::Native, &[("efa", postinst)]);
     let status = || node.sh("dpkg-query -W -f '${Status}' efa").trim().to_string();
     assert_eq!(
         status(),
@@ -303,4 +331,59 @@ fn nvidia_setup_stops_at_a_half_configured_efa_and_finishes_it_on_a_later_apply(
     run(&["apply"]).expect_ok().expect_output("the EKS steps are done");
     assert_eq!(status(), "install ok installed");
     assert_eq!(node.read(CHRONY).unwrap().matches(SERVER).count(), 1);
+}
+
+/// bcm-h100: the running kernel's headers link over headers the root's own dpkg installed.
+#[test]
+#[ignore = "chroot tier: root and the Debian mirror, minutes; .ci/run chroot, or cargo test -p skyhook-pkg --test chroot -- --ignored"]
+fn nvidia_setup_links_the_running_kernels_headers_on_bcm() {
+    bcm_on(Arch::Native);
+}
+
+/// bcm-gb200 on an arm64 root, its `-64k` kernel running.
+#[test]
+#[ignore = "chroot tier, an arm64 run: .ci/run chroot_arm64 (the chroot step runs x86_64 only, for CI's time)"]
+fn nvidia_setup_links_the_running_kernels_headers_on_bcm_arm64() {
+    bcm_on(Arch::Arm64);
+}
+
+/// The headers package of the running kernel installed with the real `dpkg -i` from
+/// the local repository; `accelerator: auto` picks the combination from the label;
+/// apply makes `/usr/src/linux-<release>` → `linux-headers-<release>` (the `.config`
+/// readable through it), a rerun changes nothing, uninstall gives the root back.
+fn bcm_on(arch: Arch) {
+    let node = Node::fresh_of(arch);
+    let release = eks_kernel(arch).replace("-aws", "-nvidia");
+    let headers = format!("linux-headers-{release}");
+    repository(&node, &[(headers.clone(), format!("usr/src/{headers}/.config"))], &[]);
+    node.sh(&format!("dpkg -i {REPO}/{headers}.deb >/dev/null"));
+    node.write("/proc/sys/kernel/osrelease", &format!("{release}\n"));
+    let run = |mode: &str| {
+        node.run(
+            "nvidia-setup",
+            &[
+                mode,
+                "--configmap",
+                "service=bcm",
+                "--configmap",
+                "accelerator=auto",
+                "--label",
+                product(arch),
+            ],
+        )
+    };
+    let before = node.snapshot(BOOKKEEPING);
+
+    run("apply").expect_ok();
+    let link = format!("/usr/src/linux-{release}");
+    assert_eq!(node.sh(&format!("readlink {link}")).trim(), headers);
+    assert!(node.sh(&format!("cat {link}/.config")).contains("stand-in"));
+    run("post-interrupt-check").expect_ok();
+
+    let applied = node.snapshot(BOOKKEEPING);
+    run("apply").expect_ok();
+    applied.assert_same(&node.snapshot(BOOKKEEPING));
+
+    run("uninstall").expect_ok();
+    before.assert_same(&node.snapshot(BOOKKEEPING));
 }

@@ -15,7 +15,8 @@
 //! - [`prepare`]: the guests of `.ci/run`'s VM step readied ahead of it, nothing booted.
 //! - one module per scenario: [`smoke`], [`tuning`], [`tuned`], [`kdump`], [`shellscript`],
 //!   [`nvidia`] (nvidia-tuned and nvidia-tuning-gke), [`nvidia_setup`] (the EKS
-//!   instance storage's RAID0 array, with NVMe disks), [`unload_and_bind`] (copy-fail and
+//!   entries: a second kernel booted, the instance storage's RAID0 array, with NVMe
+//!   disks), [`nvidia_setup_aks_bcm`] (aks-h100 and bcm-h100), [`unload_and_bind`] (copy-fail and
 //!   bind-mount on one machine, with a second disk); [`catalog`]: what the NVIDIA
 //!   scenarios expect of a chain, read from `skyhook-pkg profiles show`.
 //!
@@ -35,6 +36,7 @@ mod vm;
 mod kdump;
 mod nvidia;
 mod nvidia_setup;
+mod nvidia_setup_aks_bcm;
 mod prepare;
 mod shellscript;
 mod smoke;

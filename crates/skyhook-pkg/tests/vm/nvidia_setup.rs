@@ -1,27 +1,48 @@
 // SPDX-License-Identifier: Apache-2.0
-//! The nvidia-setup scenario: the EKS full entry's RAID0 array over NVMe instance
-//! storage, with the real mdadm, mkfs.xfs, mount and systemd, four boots.
+//! The nvidia-setup scenario: the README's two EKS entries on one machine, six boots:
+//! the kernel entry installs a second kernel that GRUB then boots, and the full
+//! entry builds the RAID0 array over NVMe instance storage, with the real apt, dpkg,
+//! update-grub, grub-set-default, mdadm, mkfs.xfs, mount and systemd.
 //!
 //! The machine has two blank NVMe disks (QEMU's NVMe controller with instance-store
 //! serials). A udev rule of the scenario gives them the names EC2 gives its instance
 //! storage (`/dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_<serial>`, from the
 //! model string QEMU's controller does not have); EFA is what the AMI would carry (a
-//! dpkg package `efa`, a stand-in `dkms` listing its module: the guest builds none);
-//! the kernel target is the guest's own (`NVIDIA_KERNEL`).
+//! dpkg package `efa`, a stand-in `dkms` listing its module: the guest builds none).
 //!
-//! 1. With an ext4 file system on one disk, apply refuses (exit 2, naming it) and
-//!    changes nothing; with the disk wiped, apply (the lifecycle up to the
-//!    interrupt) enables the boot unit and asks for a reboot; the disks are untouched.
-//! 2. After the reboot the unit has created the array over both disks, formatted and
+//! The second kernel is a real Debian one from the mirror: an older ABI of the
+//! guest's own cloud flavour where the mirror has one (bookworm's point release
+//! beside its security update: ~26 MB, and GRUB's first entry stays the guest's own
+//! kernel, so only the saved default can boot it), else the generic flavour of the
+//! running ABI. Debian splits no `linux-modules-*` packages from the image and its
+//! headers pull in a compiler, so a local repository in the guest holds stand-ins
+//! for `linux-headers-`, `linux-modules-` and `linux-modules-extra-<release>`
+//! (empty packages under those names, as apt resolves Ubuntu's); the kernel, its
+//! modules (nvme, raid0, xfs) and its initrd are the real package's. The guest's apt
+//! leaves recommendations out: the kernel's firmware would rebuild the running
+//! kernel's initrd as well, minutes under TCG.
+//!
+//! 1. The kernel entry (`NVIDIA_SETUP_INSTALL_KERNEL=true`, `NVIDIA_KERNEL` the
+//!    second kernel) installs it and makes it the saved default; it asks for a reboot.
+//! 2. GRUB boots the second kernel (`uname -r`); the kernel entry's
+//!    post-interrupt-check passes. With an ext4 file system on one disk, the full
+//!    entry's apply refuses (exit 2, naming it) and changes nothing; with the disk
+//!    wiped, apply (the lifecycle up to the interrupt) enables the boot unit and asks
+//!    for a reboot; the disks are untouched.
+//! 3. After the reboot the unit has created the array over both disks, formatted and
 //!    mounted it, and bound kubelet's, containerd's and the pod logs' directories onto
 //!    it (their content copied); post-interrupt-check passes; a file is written
 //!    through the bind.
-//! 3. A plain reboot: the array is found again (udev's own assembly, or the unit's),
+//! 4. A plain reboot: the array is found again (udev's own assembly, or the unit's),
 //!    nothing formatted, the file is still there.
-//! 4. The disks replaced by new blank ones under new serials (a stop and start): the
+//! 5. The disks replaced by new blank ones under new serials (a stop and start): the
 //!    unit makes the array again, the directories are copied again from the root disk
-//!    (so the file of boot 2 is gone), post-interrupt-check passes; uninstall removes
-//!    the unit and leaves the array mounted.
+//!    (so the file of boot 3 is gone), post-interrupt-check passes; uninstall of the
+//!    full entry removes the unit and leaves the array mounted; uninstall of the
+//!    kernel entry gives GRUB its default back (the kernel stays installed).
+//! 6. GRUB boots the guest's own kernel again.
+
+use std::time::Duration;
 
 use crate::vm::Vm;
 
@@ -31,6 +52,9 @@ const DISK_MIB: u64 = 256;
 /// Shared by every boot.
 const DEFINES: &str = r#"
 kernel=$(uname -r)
+# The guest's own kernel and the second one, as boot 1 chose it.
+kernels=/var/lib/skyhook-vm-kernels
+read -r original target < $kernels 2>/dev/null || true
 unit=skyhook-instance-storage.service
 array=/mnt/k8s-disks/0
 marker="kubelet's state on the root disk"
@@ -59,8 +83,57 @@ expect_array() {
 }
 "#;
 
-/// Boot 1: the node as the AMI left it; apply up to the interrupt.
+/// Boot 1: the kernel entry installs the second kernel as the saved default.
+const KERNEL: &str = r#"
+# The kernel's recommendations (firmware) would rebuild the running kernel's initrd
+# too: minutes of TCG that prove nothing here.
+echo 'APT::Install-Recommends "false";' > /etc/apt/apt.conf.d/99skyhook-vm-no-recommends
+apt-get update -q > /tmp/apt-update 2>&1 || { cat /tmp/apt-update; fail "apt-get update in the guest"; }
+# The second kernel: the newest ABI of this flavour older than the running one that
+# the mirror has, else the generic flavour of the running ABI.
+abi=$(echo "$kernel" | cut -d- -f1-2)
+flavour=${kernel#"$abi"-}
+second=$kernel
+for p in $(apt-cache pkgnames linux-image- | sed -n "s/^linux-image-\([0-9.]*-[0-9]*-$flavour\)\$/\1/p" | sort -V); do
+    [ "$(printf '%s\n%s\n' "$p" "$kernel" | sort -V | head -1)" = "$p" ] && [ "$p" != "$kernel" ] || continue
+    apt-cache show --no-all-versions "linux-image-$p" >/dev/null 2>&1 && second=$p
+done
+[ "$second" != "$kernel" ] || second=$abi-amd64
+echo "$kernel $second" > $kernels
+echo "guest: the second kernel is $second (running $kernel)"
+
+# The parts Debian does not split out of its kernel package, as empty stand-ins.
+repo=/srv/vm-kernel-parts
+mkdir -p $repo
+for p in linux-headers linux-modules linux-modules-extra; do
+    mkdir -p /tmp/$p/DEBIAN
+    printf 'Package: %s-%s\nVersion: 1:0vm\nArchitecture: all\nMaintainer: VM tier <vm@localhost>\nDescription: stand-in for Ubuntu'"'"'s %s package\n' \
+        "$p" "$second" "$p" > /tmp/$p/DEBIAN/control
+    dpkg-deb -b /tmp/$p "$repo/$p.deb" >/dev/null
+done
+for f in "$repo"/*.deb; do
+    dpkg-deb -f "$f"
+    printf 'Filename: ./%s\nSize: %s\nSHA256: %s\n\n' "$(basename "$f")" "$(stat -c %s "$f")" "$(sha256sum < "$f" | cut -d' ' -f1)"
+done > $repo/Packages
+echo "deb [trusted=yes] file:$repo ./" > /etc/apt/sources.list.d/vm-kernel-parts.list
+
+# What uninstall must give back.
+cp /etc/default/grub /var/lib/skyhook-vm-default-grub
+grub-editenv /boot/grub/grubenv list > /var/lib/skyhook-vm-grubenv
+setup_kernel --lifecycle --until-interrupt --env NVIDIA_SETUP_INSTALL_KERNEL=true --env NVIDIA_KERNEL=$second
+expect_eq "the kernel package" "$(dpkg_status linux-image-$second)" installed
+grub-editenv /boot/grub/grubenv list > grubenv; keep grubenv grubenv-kernel
+grep -q "^saved_entry=.*gnulinux-$second-advanced-" grubenv || fail "no saved entry for $second: $(cat grubenv)"
+# GRUB's first entry is still the running kernel: only the saved default boots the second.
+first=$(awk '$1 == "linux" { sub(".*/vmlinuz-", "", $2); print $2; exit }' /boot/grub/grub.cfg)
+expect_eq "the kernel of GRUB's first entry" "$first" "$kernel"
+"#;
+
+/// Boot 2: the second kernel runs; the full entry is refused over a disk with a
+/// file system, then applied up to the interrupt.
 const INSTALL: &str = r#"
+expect_eq "the running kernel" "$kernel" "$target"
+setup_kernel post-interrupt --env NVIDIA_SETUP_INSTALL_KERNEL=true --env NVIDIA_KERNEL=$target
 cat > /etc/udev/rules.d/61-skyhook-vm-instance-storage.rules <<'EOF'
 KERNEL=="nvme*n*", ENV{DEVTYPE}=="disk", ATTRS{serial}=="?*", SYMLINK+="disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_$attr{serial}"
 EOF
@@ -98,21 +171,21 @@ for d in /dev/nvme0n1 /dev/nvme1n1; do
 done
 "#;
 
-/// Boot 2: the array built at boot.
+/// Boot 3: the array built at boot.
 const BUILT: &str = r#"
 expect_array built
 setup post-interrupt --env NVIDIA_KERNEL=$kernel
 echo "written on the array" > /var/lib/kubelet/on-array
 "#;
 
-/// Boot 3: the same disks, the same array.
+/// Boot 4: the same disks, the same array.
 const AGAIN: &str = r#"
 expect_array again
 expect_eq "the file written on the array" "$(cat /var/lib/kubelet/on-array)" "written on the array"
 setup post-interrupt --env NVIDIA_KERNEL=$kernel
 "#;
 
-/// Boot 4: new blank disks; then uninstall.
+/// Boot 5: new blank disks; then both entries uninstalled.
 const NEW_DISKS: &str = r#"
 for s in AWS3333 AWS4444; do
     wait_until "the instance-store name of $s" 30 test -e /dev/disk/by-id/nvme-Amazon_EC2_NVMe_Instance_Storage_$s
@@ -123,6 +196,16 @@ setup post-interrupt --env NVIDIA_KERNEL=$kernel
 setup uninstall
 expect_gone /etc/systemd/system/$unit /var/lib/skyhook-packages/nvidia-setup-instance-storage
 expect_eq "the array after uninstall" "$(mount_of $array | cut -d' ' -f3)" xfs
+setup_kernel uninstall --env NVIDIA_SETUP_INSTALL_KERNEL=true --env NVIDIA_KERNEL=$target
+cmp /etc/default/grub /var/lib/skyhook-vm-default-grub || fail "/etc/default/grub is not as before"
+grub-editenv /boot/grub/grubenv list > grubenv; keep grubenv grubenv-uninstalled
+cmp grubenv /var/lib/skyhook-vm-grubenv || fail "grubenv is not as before: $(cat grubenv)"
+expect_eq "the kernel package after uninstall" "$(dpkg_status linux-image-$target)" installed
+"#;
+
+/// Boot 6: GRUB's default given back boots the guest's own kernel.
+const GIVEN_BACK: &str = r#"
+expect_eq "the running kernel" "$kernel" "$original"
 "#;
 
 #[test]
@@ -131,14 +214,26 @@ fn nvidia_setup() {
     let mut vm = Vm::new("nvidia-setup");
     vm.add_nvme("AWS1111", DISK_MIB);
     vm.add_nvme("AWS2222", DISK_MIB);
+    vm.timeout(Duration::from_secs(600)); // apt and an initrd build under TCG
+    let eks = [("service", "eks"), ("accelerator", "h100")];
     vm.define(DEFINES)
-        .package("setup", "nvidia-setup", &[("service", "eks"), ("accelerator", "h100")]);
+        .package("setup_kernel", "nvidia-setup", &eks)
+        .package("setup", "nvidia-setup", &eks);
+
+    let kernel = vm.boot("kernel", KERNEL);
+    kernel.expect_running();
+    kernel
+        .script
+        .success()
+        .expect_step("apply", 0)
+        .expect_output("[interrupt] stopping here; the package said its change needs: {type: reboot}");
 
     let install = vm.boot("install", INSTALL);
     install.expect_running();
     install
         .script
         .success()
+        .expect_step("post-interrupt-check", 0)
         .expect_step("apply", 0)
         .expect_output("[interrupt] stopping here; the package said its change needs: {type: reboot}");
 
@@ -173,4 +268,8 @@ fn nvidia_setup() {
         log.contains("created RAID0") && log.contains("made an XFS file system"),
         "{log}"
     );
+
+    let given_back = vm.boot("given-back", GIVEN_BACK);
+    given_back.expect_running();
+    given_back.script.success();
 }
