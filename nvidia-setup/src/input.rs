@@ -12,6 +12,8 @@
 use skyhook_core::error::excerpt;
 use skyhook_core::{ConfigMaps, Error, Result};
 
+use crate::eks::efa::signature::fingerprint;
+
 /// The configMap key naming the cloud service or platform (`eks`, `aks`, `bcm`).
 pub const SERVICE: &str = "service";
 /// The configMap key naming the accelerator (`h100`, `gb200`, …, or `auto`).
@@ -34,9 +36,11 @@ pub const KERNEL: &str = "NVIDIA_KERNEL";
 pub const EFA: &str = "NVIDIA_EFA";
 /// The Lustre source replacing the combination's default.
 pub const LUSTRE: &str = "NVIDIA_LUSTRE";
+/// The fingerprint of the key the EFA installer must be signed by, replacing AWS's.
+pub const EFA_KEY: &str = "NVIDIA_EFA_KEY_FINGERPRINT";
 
 /// Every environment variable the package reads.
-pub const ENV: [&str; 8] = [
+pub const ENV: [&str; 9] = [
     INSTALL_KERNEL,
     ALLOW_NEWER,
     PIN_KERNEL,
@@ -45,6 +49,7 @@ pub const ENV: [&str; 8] = [
     KERNEL,
     EFA,
     LUSTRE,
+    EFA_KEY,
 ];
 
 /// The longest kernel release the kernel itself can report (`struct utsname`).
@@ -83,6 +88,8 @@ pub struct Overrides {
     pub kernel: Option<String>,
     /// [`EFA`]: an EFA installer version (`1.48.0`).
     pub efa: Option<String>,
+    /// [`EFA_KEY`]: a key fingerprint in gpg's form (40 upper-case hex digits).
+    pub efa_key: Option<String>,
     /// [`LUSTRE`]: `aws` or a lustre-release git ref.
     pub lustre: Option<String>,
 }
@@ -132,6 +139,14 @@ impl Request {
                 "aws or a lustre-release git ref",
                 &mut problems,
             ),
+            efa_key: value(
+                EFA_KEY,
+                env(EFA_KEY),
+                |v| fingerprint(v).is_some(),
+                "an OpenPGP key fingerprint of 40 hex digits such as 4E90 91BC BB97 A96B 26B1 5E59 A054 80B1 DD2D 3CCC",
+                &mut problems,
+            )
+            .and_then(|v| fingerprint(&v)),
         };
         cm.warn_unread(&[SERVICE, ACCELERATOR], "it reads service and accelerator");
         match (service, accelerator) {
@@ -241,6 +256,16 @@ mod tests {
         assert!(r.switches.install_kernel && !r.switches.pin_kernel && !r.switches.apt_upgrade);
         assert_eq!(r.overrides.kernel.as_deref(), Some("6.17.0-1019-aws"));
         assert_eq!(r.overrides.efa, None, "empty is no override, as upstream");
+        assert_eq!(r.overrides.efa_key, None);
+        let r = read(
+            &[("service", "eks"), ("accelerator", "h100")],
+            &[(EFA_KEY, " 4e90 91bc bb97 a96b 26b1  5e59 a054 80b1 dd2d 3ccc ")],
+        )
+        .unwrap();
+        assert_eq!(
+            r.overrides.efa_key.as_deref(),
+            Some("4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC")
+        );
     }
 
     #[test]
@@ -252,6 +277,7 @@ mod tests {
                 (KERNEL, "6.17; reboot"),
                 (EFA, "1.48.0-rc1"),
                 (LUSTRE, "--upload-pack=x"),
+                (EFA_KEY, "DD2D 3CCC"),
             ],
         ) else {
             panic!("accepted")
@@ -263,10 +289,11 @@ mod tests {
             "NVIDIA_KERNEL is \"6.17; reboot\"",
             "NVIDIA_EFA is \"1.48.0-rc1\"",
             "NVIDIA_LUSTRE is \"--upload-pack=x\"",
+            "NVIDIA_EFA_KEY_FINGERPRINT is \"DD2D 3CCC\"",
         ] {
             assert!(all.contains(want), "{want}\n in\n{all}");
         }
-        assert_eq!(p.len(), 5, "{all}");
+        assert_eq!(p.len(), 6, "{all}");
     }
 
     #[test]

@@ -9,6 +9,7 @@ use skyhook_core::platform::accelerator::{self, AUTO};
 use skyhook_core::{ConfigMaps, Result, Step};
 
 use crate::combos::{self, Combination, Steps};
+use crate::eks::efa;
 use crate::input::Request;
 use crate::kernel::Target;
 
@@ -29,8 +30,9 @@ pub enum Plan {
         kernel: Option<Target>,
         /// The steps.
         steps: Steps,
-        /// The EFA installer version (`NVIDIA_EFA`, else the combination's).
-        efa: String,
+        /// The EFA installer (`NVIDIA_EFA`, else the combination's version) and the
+        /// key it must be signed by (`NVIDIA_EFA_KEY_FINGERPRINT`, else AWS's).
+        efa: efa::Source,
         /// `NVIDIA_SETUP_APT_UPGRADE=true`.
         apt_upgrade: bool,
     },
@@ -62,7 +64,7 @@ pub fn plan(step: &Step) -> Result<(Plan, &'static Combination)> {
         (Steps::Bcm, _) => Plan::Steps {
             kernel: None,
             steps: Steps::Bcm,
-            efa: String::new(),
+            efa: efa::Source::default(),
             apt_upgrade: false,
         },
         (_, Some(target)) if request.switches.install_kernel => Plan::InstallKernel {
@@ -72,11 +74,18 @@ pub fn plan(step: &Step) -> Result<(Plan, &'static Combination)> {
         (steps, kernel) => Plan::Steps {
             kernel,
             steps,
-            efa: request
-                .overrides
-                .efa
-                .clone()
-                .unwrap_or_else(|| combination.efa.unwrap_or("-").to_string()),
+            efa: efa::Source {
+                version: request
+                    .overrides
+                    .efa
+                    .clone()
+                    .unwrap_or_else(|| combination.efa.unwrap_or("-").to_string()),
+                key: request
+                    .overrides
+                    .efa_key
+                    .clone()
+                    .unwrap_or_else(|| efa::signature::AWS_KEY.to_string()),
+            },
             apt_upgrade: request.switches.apt_upgrade,
         },
     };

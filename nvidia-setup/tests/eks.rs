@@ -180,6 +180,11 @@ fn a_node_without_efa_gets_awss_installer_run_from_a_scratch_directory() {
     run(&n, "apply", 0).expect_output("EFA 1.48.0: installed");
     let calls = n.calls();
     let fetch = calls.iter().find(|c| c.starts_with("curl")).expect("fetched");
+    let at = |prefix: &str| calls.iter().position(|c| c.starts_with(prefix)).expect(prefix);
+    assert!(
+        at("gpgv") < at("tar"),
+        "the signature is checked before unpacking: {calls:?}"
+    );
     assert!(
         fetch.ends_with("https://efa-installer.amazonaws.com/aws-efa-installer-1.48.0.tar.gz"),
         "{fetch}"
@@ -201,6 +206,58 @@ fn a_node_without_efa_gets_awss_installer_run_from_a_scratch_directory() {
     // Everything else is as before (the package database and the DKMS answer live
     // beside the stand-ins, not on the node).
     before.assert_same(&n.snapshot());
+}
+
+/// AWS's installer runs only with a valid signature by the trusted key (the real
+/// gpgv): a changed tarball, a key file serving another key, a key file that is no
+/// key, a missing signature each stop apply (exit 1, named) before anything is
+/// unpacked or run, and leave no scratch directory.
+#[test]
+fn the_efa_installer_runs_only_with_a_valid_signature_by_the_trusted_key() {
+    let served = |n: &Node, name: &str| n.commands_dir().join("served").join(name);
+    let tarball = "aws-efa-installer-1.48.0.tar.gz";
+    let not_run = |n: &Node| {
+        let calls = n.calls();
+        assert!(
+            !calls
+                .iter()
+                .any(|c| c.starts_with("tar") || c.contains("efa_installer.sh")),
+            "{calls:?}"
+        );
+        assert_eq!(scratch_dirs(n), Vec::<String>::new(), "no leftovers");
+        assert_eq!(n.package_version("efa"), None);
+    };
+
+    let n = eks_without_efa("1.48.0");
+    n.file(CHRONY, CHRONY_CONF);
+    let mut bytes = std::fs::read(served(&n, tarball)).unwrap();
+    bytes.extend_from_slice(b"\0");
+    std::fs::write(served(&n, tarball), bytes).unwrap();
+    run(&n, "apply", 1)
+        .expect_output("failed its signature check: gpgv found no valid signature")
+        .expect_output("the installer was not run");
+    not_run(&n);
+
+    // The signature is good, but AWS's key is the trusted one (no env): another signer.
+    let mut n = eks_without_efa("1.48.0");
+    n.file(CHRONY, CHRONY_CONF);
+    n.env("NVIDIA_EFA_KEY_FINGERPRINT", "");
+    run(&n, "apply", 1).expect_output("not by the trusted key 4E9091BCBB97A96B26B15E59A05480B1DD2D3CCC");
+    not_run(&n);
+
+    let n = eks_without_efa("1.48.0");
+    n.file(CHRONY, CHRONY_CONF);
+    std::fs::write(served(&n, EFA_KEY_FILE), "<html>503 Service Unavailable</html>\n").unwrap();
+    run(&n, "apply", 1).expect_output("is not an OpenPGP public key block");
+    not_run(&n);
+
+    let n = eks_without_efa("1.48.0");
+    n.file(CHRONY, CHRONY_CONF);
+    std::fs::remove_file(served(&n, &format!("{tarball}.sig"))).unwrap();
+    run(&n, "apply", 1).expect_output(&format!(
+        "cannot fetch https://efa-installer.amazonaws.com/{tarball}.sig"
+    ));
+    not_run(&n);
 }
 
 #[test]

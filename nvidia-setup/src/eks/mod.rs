@@ -28,14 +28,14 @@ use crate::combos::Combination;
 use crate::record::Record;
 
 /// apply's EKS steps.
-pub fn apply(step: &Step, combination: &Combination, efa_version: &str, apt_upgrade: bool) -> Result<Outcome> {
+pub fn apply(step: &Step, combination: &Combination, efa: &efa::Source, apt_upgrade: bool) -> Result<Outcome> {
     let retry = Retry::from_env()?;
     let pm = PackageManager::detect(&step.host, step.family()?, retry)?;
     let storage = disks::plan(&step.host)?;
     let settings = inotify::engine(&step.host)?;
     let mut record = Record::load(step)?;
     apt::apply(&step.host, &pm, apt_upgrade)?;
-    efa::install(step, &mut record, &pm, efa_version)?;
+    efa::install(step, &mut record, &pm, efa)?;
     ofi::require(step)?;
     ofi::apply(step, &mut record)?;
     chrony::apply(step, &mut record)?;

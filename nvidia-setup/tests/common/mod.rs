@@ -342,9 +342,68 @@ echo "efa/3.0.0, 6.17.0-1019-aws, x86_64: installed" > "$D/dkms-efa"
 echo "==================================================="
 echo "EFA installation complete.""#;
 
-/// An [`eks`] node without EFA whose curl serves AWS's installer `version`.
+/// A stand-in running this machine's `gpgv` (GnuPG 2.2), every absolute path taken
+/// under the host root.
+pub const GPGV: &str = r#"R="$SKYHOOK_HOST_ROOT"
+for a; do shift; case "$a" in /*) set -- "$@" "$R$a" ;; *) set -- "$@" "$a" ;; esac; done
+exec /usr/bin/gpgv "$@""#;
+
+/// The signing key of the tests' EFA installers, as AWS publishes its own.
+pub const EFA_KEY_FILE: &str = "aws-efa-installer.key";
+
+/// Signs `file` with a key made for it by this machine's gpg (ed25519, in a GnuPG
+/// home under `dir` that is removed again, its agent stopped): writes `<file>.sig`
+/// (detached, binary, as AWS's) and the armored public key `dir/aws-efa-installer.key`;
+/// returns the key's fingerprint.
+pub fn sign_as_aws(dir: &std::path::Path, file: &std::path::Path) -> String {
+    let home = dir.join("gnupg");
+    std::fs::create_dir_all(&home).unwrap();
+    std::fs::set_permissions(&home, std::os::unix::fs::PermissionsExt::from_mode(0o700)).unwrap();
+    let gpg = |args: &[&str]| {
+        let out = std::process::Command::new("gpg")
+            .args(["--batch", "--no-tty", "--homedir"])
+            .arg(&home)
+            .args(args)
+            .output()
+            .expect("gpg (this machine's; ci/setup-toolchain installs it)");
+        assert!(
+            out.status.success(),
+            "gpg {args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        String::from_utf8(out.stdout).unwrap()
+    };
+    gpg(&[
+        "--passphrase",
+        "",
+        "--quick-gen-key",
+        "EFA test signer <efa@localhost>",
+        "ed25519",
+        "sign",
+        "never",
+    ]);
+    let sig = format!("{}.sig", file.display());
+    gpg(&["--detach-sign", "-o", &sig, &file.display().to_string()]);
+    let key = dir.join(EFA_KEY_FILE).display().to_string();
+    gpg(&["--armor", "--export", "-o", &key]);
+    let fingerprint = gpg(&["--with-colons", "--fingerprint"])
+        .lines()
+        .find_map(|l| l.strip_prefix("fpr:").map(|f| f.trim_matches(':').to_string()))
+        .expect("a fingerprint");
+    let _ = std::process::Command::new("gpgconf")
+        .arg("--homedir")
+        .arg(&home)
+        .args(["--kill", "all"])
+        .status();
+    std::fs::remove_dir_all(&home).unwrap();
+    fingerprint
+}
+
+/// An [`eks`] node without EFA whose curl serves AWS's installer `version`, signed
+/// (with its key beside it) by a key of the test's that the node's env trusts
+/// (`NVIDIA_EFA_KEY_FINGERPRINT`).
 pub fn eks_without_efa(version: &str) -> Node {
-    let n = eks();
+    let mut n = eks();
     n.run_stand_in("apt-get", &["purge", "-y", "efa"]).expect_code(0);
     std::fs::remove_file(n.commands_dir().join("dkms-efa")).unwrap();
     let served = n.commands_dir().join("served");
@@ -365,7 +424,10 @@ pub fn eks_without_efa(version: &str) -> Node {
         .unwrap();
     assert!(ok.success());
     std::fs::remove_dir_all(served.join("aws-efa-installer")).unwrap();
+    let fingerprint = sign_as_aws(&served, &tarball);
+    n.env("NVIDIA_EFA_KEY_FINGERPRINT", &fingerprint);
     n.stand_in("curl", CURL)
+        .stand_in("gpgv", GPGV)
         .stand_in("tar", TAR)
         .stand_in("efa_installer.sh", EFA_INSTALLER);
     n.clear_calls();

@@ -4,11 +4,13 @@
 //! runs AWS's installer of the entry's version (`NVIDIA_EFA`, else the
 //! combination's), as upstream's step did, with what upstream lacked:
 //!
-//! - the tarball is fetched (`curl -sSfL`, three tries) and unpacked in a scratch
-//!   directory of this package's own, root-only, under its state directory, never
-//!   the working directory; the directory is owed in the record from before it is
-//!   made until it is gone, so a killed run's leftovers go at the next run or at
-//!   uninstall;
+//! - the tarball is fetched (`curl -sSfL`, three tries) with its signature and
+//!   AWS's signing key, into a scratch directory of this package's own, root-only,
+//!   under its state directory, never the working directory; the directory is owed
+//!   in the record from before it is made until it is gone, so a killed run's
+//!   leftovers go at the next run or at uninstall;
+//! - it is unpacked and run only when its signature is valid and by the trusted key
+//!   (AWS's published fingerprint, or `NVIDIA_EFA_KEY_FINGERPRINT`: [`signature`]);
 //! - the installer runs from its own directory (`efa_installer.sh -y`), and "done"
 //!   means the package and the DKMS module both present afterwards, else apply fails
 //!   naming what is missing;
@@ -25,8 +27,22 @@ use skyhook_core::{Error, Result, Step};
 
 use crate::record::Record;
 
+pub mod armor;
+pub mod signature;
+
 /// Where AWS publishes the installer.
 pub const URL_BASE: &str = "https://efa-installer.amazonaws.com";
+/// AWS's signing key of the installer, beside it.
+pub const KEY_FILE: &str = "aws-efa-installer.key";
+
+/// Which installer runs where EFA is missing, and whose signature it must carry.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Source {
+    /// The installer's version (`1.48.0`).
+    pub version: String,
+    /// The fingerprint of the key that must sign it (40 upper-case hex digits).
+    pub key: String,
+}
 
 /// What is missing of EFA (empty: installed).
 pub fn missing(step: &Step, pm: &PackageManager) -> Result<Vec<String>> {
@@ -49,8 +65,9 @@ fn work_dir(step: &Step) -> (PathBuf, PathBuf) {
     (base, work)
 }
 
-/// Installs EFA `version` unless it is installed.
-pub fn install(step: &Step, record: &mut Record, pm: &PackageManager, version: &str) -> Result<()> {
+/// Installs EFA from `source` unless it is installed.
+pub fn install(step: &Step, record: &mut Record, pm: &PackageManager, source: &Source) -> Result<()> {
+    let version = source.version.as_str();
     let before = missing(step, pm)?;
     if before.is_empty() {
         log::info!("EFA: installed (package and DKMS module)");
@@ -63,7 +80,7 @@ pub fn install(step: &Step, record: &mut Record, pm: &PackageManager, version: &
     record.save(step)?;
     host.remove_scratch_tree(&base, &work)?;
     host.create_dir(&work, 0o700)?;
-    let ran = fetch_and_run(step, &work, version);
+    let ran = fetch_and_run(step, &work, source);
     remove_work_dir(step, record)?;
     ran?;
     let after = missing(step, pm)?;
@@ -77,24 +94,23 @@ pub fn install(step: &Step, record: &mut Record, pm: &PackageManager, version: &
     Ok(())
 }
 
-/// Fetches the installer `version` into `work`, unpacks it there and runs it from
-/// its own directory.
-fn fetch_and_run(step: &Step, work: &Path, version: &str) -> Result<()> {
+/// Fetches the installer of `source`, its signature and AWS's key into `work`,
+/// checks the signature, then unpacks the installer there and runs it from its own
+/// directory.
+fn fetch_and_run(step: &Step, work: &Path, source: &Source) -> Result<()> {
     let host = &step.host;
-    let tarball = work
-        .join(format!("aws-efa-installer-{version}.tar.gz"))
-        .display()
-        .to_string();
-    let url = format!("{URL_BASE}/aws-efa-installer-{version}.tar.gz");
-    let fetch = Cmd::new("curl")
-        .args(["-sSfL", "--retry", "3", "-o"])
-        .arg(&tarball)
-        .arg(&url);
-    host.run_ok(&fetch.echo()).map_err(|e| {
-        Error::action(format!(
-            "EFA: cannot fetch {url}: {e}; check the version (NVIDIA_EFA) and the node's access to {URL_BASE}"
-        ))
-    })?;
+    let version = &source.version;
+    let name = format!("aws-efa-installer-{version}.tar.gz");
+    let path = |file: &str| work.join(file).display().to_string();
+    let (tarball, sig, key) = (path(&name), path(&format!("{name}.sig")), path(KEY_FILE));
+    for (file, dest) in [
+        (name.clone(), &tarball),
+        (format!("{name}.sig"), &sig),
+        (KEY_FILE.to_string(), &key),
+    ] {
+        fetch(host, &format!("{URL_BASE}/{file}"), dest)?;
+    }
+    signature::verify(host, work, &tarball, &sig, &key, &source.key)?;
     let unpack = Cmd::new("tar")
         .arg("-xzf")
         .arg(&tarball)
@@ -108,6 +124,20 @@ fn fetch_and_run(step: &Step, work: &Path, version: &str) -> Result<()> {
         .echo();
     host.run_ok(&installer)
         .map_err(|e| Error::action(format!("EFA: the installer {version} failed: {e}")))?;
+    Ok(())
+}
+
+/// Fetches `url` into `dest` (`curl -sSfL`, three tries).
+fn fetch(host: &skyhook_core::Host, url: &str, dest: &str) -> Result<()> {
+    let cmd = Cmd::new("curl")
+        .args(["-sSfL", "--retry", "3", "-o"])
+        .arg(dest)
+        .arg(url);
+    host.run_ok(&cmd.echo()).map_err(|e| {
+        Error::action(format!(
+            "EFA: cannot fetch {url}: {e}; check the version (NVIDIA_EFA) and the node's access to {URL_BASE}"
+        ))
+    })?;
     Ok(())
 }
 
