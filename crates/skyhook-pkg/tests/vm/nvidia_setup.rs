@@ -11,10 +11,9 @@
 //! dpkg package `efa`, a stand-in `dkms` listing its module: the guest builds none).
 //!
 //! The second kernel is a real Debian one from the mirror: an older ABI of the
-//! guest's own cloud flavour where the mirror has one (bookworm's point release
-//! beside its security update: ~26 MB, and GRUB's first entry stays the guest's own
-//! kernel, so only the saved default can boot it), else the generic flavour of the
-//! running ABI. Debian splits no `linux-modules-*` packages from the image and its
+//! guest's own cloud flavour where the mirror has one (the security archive keeps
+//! the previous ABIs; GRUB's first entry stays the guest's own kernel, so only the
+//! saved default can boot it), else the generic flavour of the running ABI. Debian splits no `linux-modules-*` packages from the image and its
 //! headers pull in a compiler, so a local repository in the guest holds stand-ins
 //! for `linux-headers-`, `linux-modules-` and `linux-modules-extra-<release>`
 //! (empty packages under those names, as apt resolves Ubuntu's); the kernel, its

@@ -67,8 +67,8 @@ fn crc24(data: &[u8]) -> u32 {
 mod tests {
     use super::*;
 
-    /// A block gpg 2.2 armored (`gpg --armor --export`): three bytes `0x01 0x02 0x03`
-    /// are not a key, but the armor around them is what matters here.
+    /// `body` and the checksum line `sum` in the armor gpg writes (an armor header,
+    /// a blank line); the bytes need not be a key: the armor is what is read here.
     fn armored(body: &str, sum: &str) -> String {
         format!("{BEGIN}\nComment: test\n\n{body}\n{sum}\n{END}\n")
     }

@@ -54,7 +54,7 @@ pub fn verify(host: &Host, work: &Path, tarball: &str, signature: &str, key: &st
     })?;
     let signers = signers(&out.stdout);
     if out.success() && signers.iter().any(|s| s == trusted) {
-        log::info!("EFA: {tarball} carries a valid signature by AWS's EFA key {trusted}");
+        log::info!("EFA: {tarball} carries a valid signature by the trusted key {trusted}");
         return Ok(());
     }
     let why = if signers.is_empty() {
