@@ -410,8 +410,6 @@ fn report<P: Package>(mode: Mode, result: Result<Outcome>, started: Instant) -> 
     }
 }
 
-/// The lines reporting `error`, bounded whatever it holds: at most
-/// [`crate::error::MAX_LISTED`] problems of at most [`MAX_MESSAGE_BYTES`] each.
 /// Runs the command `name` of [`Package::COMMANDS`], reporting as a mode does.
 fn run_command<P: Package>(name: &str, command: Command, host: &Host) -> i32 {
     let what = format!("{} {name}", P::KIND);
@@ -428,6 +426,8 @@ fn run_command<P: Package>(name: &str, command: Command, host: &Host) -> i32 {
     }
 }
 
+/// The lines reporting `error`, bounded whatever it holds: at most
+/// [`crate::error::MAX_LISTED`] problems of at most [`MAX_MESSAGE_BYTES`] each.
 fn failure_lines(what: &str, error: &Error) -> Vec<String> {
     let (head, items) = match error {
         Error::Input(problems) => (format!("{what}: bad input, nothing on the node was changed:"), problems),

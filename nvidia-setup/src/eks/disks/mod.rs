@@ -24,6 +24,7 @@ pub mod probe;
 use skyhook_core::formats::mountinfo;
 use skyhook_core::host::systemd::Systemd;
 use skyhook_core::os::pkgmgr::PackageManager;
+use skyhook_core::records::state::STATE_ROOT;
 use skyhook_core::{Error, Host, Interrupt, Result, Step};
 
 pub use intent::MOUNT_POINT;
@@ -42,8 +43,6 @@ pub const UNIT_PATH: &str = "/etc/systemd/system/skyhook-instance-storage.servic
 pub fn helper() -> String {
     format!("{STORE}/{}/nvidia-setup", env!("CARGO_PKG_VERSION"))
 }
-/// The directory of every package's state, the [`STORE`]'s parent.
-const STORES_ROOT: &str = "/var/lib/skyhook-packages";
 /// The packages the unit's tools come from.
 const TOOLS: [&str; 2] = ["mdadm", "xfsprogs"];
 
@@ -221,7 +220,7 @@ pub fn release(step: &Step, record: &mut Record) -> Result<()> {
     if host.remove(UNIT_PATH)? || disabled {
         systemd.daemon_reload()?;
     }
-    host.remove_scratch_tree(std::path::Path::new(STORES_ROOT), STORE)?;
+    host.remove_scratch_tree(std::path::Path::new(STATE_ROOT), STORE)?;
     record.instance_storage = false;
     record.save(step)?;
     if mountinfo::read_host(host)?.at(MOUNT_POINT).is_some() {
