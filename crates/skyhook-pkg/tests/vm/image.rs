@@ -15,7 +15,7 @@
 //!    its binfmt registration back afterwards);
 //! 2. set it up: the dependencies of the packages the scenarios install (not the
 //!    packages themselves), the packages a scenario's node has before any package
-//!    runs ([`node_packages_of`]), a kernel from the suite's `-backports` for a guest whose
+//!    runs ([`NODE_PACKAGES`]), a kernel from the suite's `-backports` for a guest whose
 //!    kernel comes from there ([`Guest::backports_kernel`]: the 16k-page arm64 one,
 //!    with `-backports` kept in the guest's apt sources), fstab by UUID, DHCP through systemd-networkd on `eth0`
 //!    (qemu's user network, DNS at 10.0.2.3; `net.ifnames=0`, see [`kernel_args`]),
@@ -82,15 +82,10 @@ fn dependencies_of(arch: Arch) -> &'static [&'static str] {
 }
 /// Packages installed in the image (without their recommendations) because a
 /// scenario's node has them before any package runs: the EKS node of the
-/// nvidia-setup scenario, upstream's tools and chrony (its apply installs them where
-/// missing; under TCG that would cost minutes) and mdadm and xfsprogs (EKS AMIs
-/// carry them for their instance storage). arm64's scenarios need none.
-fn node_packages_of(arch: Arch) -> &'static [&'static str] {
-    match arch {
-        Arch::X86_64 => &["mdadm", "xfsprogs", "chrony", "curl", "wget", "gpg", "git"],
-        Arch::Arm64 => &[],
-    }
-}
+/// nvidia-setup scenarios (x86_64 and arm64), upstream's tools and chrony (its apply
+/// installs them where missing; under TCG that would cost minutes) and mdadm and
+/// xfsprogs (EKS AMIs carry them for their instance storage).
+const NODE_PACKAGES: &[&str] = &["mdadm", "xfsprogs", "chrony", "curl", "wget", "gpg", "git"];
 /// The disk size (sparse).
 const DISK_BYTES: u64 = 4 << 30;
 /// The EFI system partition's FAT volume ID (`mkfs.vfat -i`), which fstab names as
@@ -497,10 +492,13 @@ fn set_up(guest: Guest, rootfs: &Path) -> Result<(), String> {
         install.extend(dependencies.iter().map(String::as_str));
         chroot(&install)?;
     }
-    let node = node_packages_of(arch);
-    if !node.is_empty() {
-        chroot(&[&["apt-get", "install", "-y", "-q", "--no-install-recommends"], node].concat())?;
-    }
+    chroot(
+        &[
+            &["apt-get", "install", "-y", "-q", "--no-install-recommends"],
+            NODE_PACKAGES,
+        ]
+        .concat(),
+    )?;
     write(rootfs, "/etc/hostname", "skyhook-vm\n", 0o644)?;
     write(
         rootfs,

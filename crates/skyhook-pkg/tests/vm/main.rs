@@ -12,6 +12,8 @@
 //!   [`arch::Guest`] (arm64 also with bookworm-backports' 16k-page kernel).
 //! - [`vm`]: what a scenario uses: [`vm::Vm::new`], [`vm::Vm::boot`] (one boot that runs
 //!   a bash script in the guest and returns its exit code, output and files), asserts.
+//! - [`kernel64k`]: a 64k-page arm64 kernel package built from the suite's kernel
+//!   source (Debian builds none), which the nvidia-setup arm64 scenario installs.
 //! - [`prepare`]: the guests of `.ci/run`'s VM step readied ahead of it, nothing booted.
 //! - one module per scenario: [`smoke`], [`tuning`], [`tuned`], [`kdump`], [`shellscript`],
 //!   [`nvidia`] (nvidia-tuned and nvidia-tuning-gke), [`nvidia_setup`] (the EKS
@@ -30,6 +32,7 @@ mod cache;
 mod catalog;
 mod disk;
 mod image;
+mod kernel64k;
 mod qemu;
 mod vm;
 

@@ -368,7 +368,7 @@ fn plain(text: &str) -> String {
 }
 
 /// The version apt would download of `package`, refreshing the lists once if needed.
-fn candidate(package: &str) -> Result<String, String> {
+pub fn candidate(package: &str) -> Result<String, String> {
     let read = || -> Result<Option<String>, String> {
         let out = cache::run(Command::new("apt-cache").args(["policy", package]))?;
         Ok(out

@@ -57,7 +57,7 @@ const LABEL: &str = "skyhook-vm";
 const PRELUDE: &str = include_str!("guest/prelude.sh");
 /// The section of the figures file (FIGURES.md) the tier records its times in, under
 /// `SKYHOOK_FIGURES`: each boot, each scenario, each base image and payload.
-const FIGURES_SECTION: &str = "VM tier";
+pub const FIGURES_SECTION: &str = "VM tier";
 /// A boot's default time limit: boot (~20 s), the script, the reboot (x86_64, before
 /// [`limit`] scales it).
 pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(300);
@@ -181,6 +181,12 @@ fn prepare(cache: &Path, arch: Arch) -> Result<Env, String> {
 pub fn ready(guest: Guest) {
     env(guest.arch);
     image_of(guest);
+}
+
+/// The arm64 64k-page kernel package ([`crate::kernel64k`]), built into the cache
+/// now when it has none for the recipe.
+pub fn kernel_64k() -> PathBuf {
+    crate::kernel64k::package(&shared().cache).unwrap_or_else(|e| panic!("the VM tier cannot build {e}"))
 }
 
 /// The base image of `guest`, built now when the cache has none for its recipe.

@@ -71,3 +71,20 @@ impl Intent {
         self.made.as_ref().is_some_and(|m| m.uuid == uuid)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use std::path::Path;
+
+    use skyhook_core::records::state::STATE_ROOT;
+
+    use super::*;
+
+    #[test]
+    fn the_store_is_a_directory_of_cores_state_root_holding_the_intent() {
+        // uninstall removes the store as a scratch tree under STATE_ROOT: it must be
+        // one of its directories, never the state root itself or a path elsewhere.
+        assert_eq!(Path::new(STORE).parent(), Some(Path::new(STATE_ROOT)));
+        assert_eq!(Path::new(PATH).parent(), Some(Path::new(STORE)));
+    }
+}
