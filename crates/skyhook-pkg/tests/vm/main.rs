@@ -18,9 +18,10 @@
 //! - one module per scenario: [`smoke`], [`tuning`], [`tuned`], [`kdump`], [`shellscript`],
 //!   [`nvidia`] (nvidia-tuned and nvidia-tuning-gke), [`nvidia_setup`] (the EKS
 //!   entries: a second kernel booted, the instance storage's RAID0 array, with NVMe
-//!   disks), [`nvidia_setup_aks_bcm`] (aks-h100 and bcm-h100), [`unload_and_bind`] (copy-fail and
-//!   bind-mount on one machine, with a second disk); [`catalog`]: what the NVIDIA
-//!   scenarios expect of a chain, read from `skyhook-pkg profiles show`.
+//!   disks), [`nvidia_setup_aks_bcm`] (aks-h100 with bcm-h100; on arm64 with bcm-gb200),
+//!   [`unload_and_bind`] (copy-fail and bind-mount on one machine, with a second
+//!   disk); [`catalog`]: what the NVIDIA scenarios expect of a chain, read from
+//!   `skyhook-pkg profiles show`.
 //!
 //! The tests are `#[ignore]`d: the tier needs root, the Debian mirror and minutes of
 //! CPU. Run it with `cargo test -p skyhook-pkg --test vm -- --ignored` (one scenario:
