@@ -157,7 +157,7 @@ pub fn package(cache_dir: &Path) -> Result<PathBuf, String> {
     fs::create_dir_all(&work).map_err(|e| format!("{}: {e}", work.display()))?;
     let log = root.join(key).join("build.log");
     eprintln!(
-        "vm: building the arm64 64k-page kernel {RELEASE} from {SOURCE} {source} (the better part of an hour on 2 cores; its output: {})",
+        "vm: building the arm64 64k-page kernel {RELEASE} from {SOURCE} {source} (the tier's longest preparation; its output: {})",
         log.display()
     );
     let deb = build(&work, &log).map_err(|e| format!("the arm64 64k-page kernel: {e}"))?;
@@ -302,7 +302,7 @@ fn check_config(config: &str) -> Result<(), String> {
 /// Builds the package into the cache (when it has none for the recipe) and nothing
 /// else: `cargo test -p skyhook-pkg --test vm -- --ignored --exact kernel64k::arm64_64k_kernel`.
 #[test]
-#[ignore = "VM tier: needs root, the Debian mirror and the better part of an hour; cargo test -p skyhook-pkg --test vm -- --ignored"]
+#[ignore = "VM tier: needs root, the Debian mirror and tens of minutes; cargo test -p skyhook-pkg --test vm -- --ignored"]
 fn arm64_64k_kernel() {
     crate::vm::kernel_64k();
 }
