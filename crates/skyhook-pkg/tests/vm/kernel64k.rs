@@ -27,6 +27,7 @@ use std::path::{Path, PathBuf};
 use std::process::{Command, Stdio};
 use std::time::Instant;
 
+use crate::arch::Arch;
 use crate::cache;
 
 /// The suite's kernel source package (a tarball of the patched tree).
@@ -230,7 +231,7 @@ fn configure(work: &Path, tree: &Path) -> Result<(), String> {
     ] {
         cache::need(program, package)?;
     }
-    if std::env::consts::ARCH != "aarch64" {
+    if !Arch::Arm64.is_native() {
         cache::need("aarch64-linux-gnu-gcc", "gcc-aarch64-linux-gnu")?;
     }
     cache::remove_all_but(work, &[])?;
@@ -271,7 +272,7 @@ fn configure(work: &Path, tree: &Path) -> Result<(), String> {
 fn make(tree: &Path) -> Command {
     let mut cmd = Command::new("make");
     cmd.current_dir(tree).arg("ARCH=arm64");
-    if std::env::consts::ARCH != "aarch64" {
+    if !Arch::Arm64.is_native() {
         cmd.arg("CROSS_COMPILE=aarch64-linux-gnu-");
     }
     cmd
